@@ -1,0 +1,202 @@
+/**
+ * Builds the catalog database (visible data only) from staging: versions ordered by the one
+ * "newest" ordering, download counts folded in, dependencies resolved against what is visible, and
+ * every project, version and user rendered once and stored as JSON for the shim.
+ */
+import { existsSync } from 'node:fs'
+import type { BuildContext } from './context.ts'
+import { createBatcher } from './load.ts'
+import { catalogIndexes, catalogSchema, versionIndexes } from './db/schema.ts'
+import type { Db } from './db/sqlite.ts'
+import {
+  renderAuthor,
+  renderProjectSummary,
+  renderUserProfile,
+  renderVersion,
+  type ProjectRef,
+  type NormalisedVersion,
+  type RenderSettings,
+  type ResolvedDependency,
+} from './render/resources.ts'
+import type { Author } from './schema/api.ts'
+import type { SourceProject, SourceUser } from './schema/source.ts'
+import { createSearchIndex } from './search-index.ts'
+
+/** In-memory lookups the renderers of the static tree need (small: one entry per user/project). */
+export interface CatalogMaps {
+  authors: Map<string, Author>
+  projects: Map<string, ProjectRef>
+}
+
+const PAGE = 2000
+
+/** Fills the catalog database (staging stays attached for the blob list); returns the lookups used by the static renderers. */
+export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSettings): Promise<CatalogMaps> {
+  await db.exec(catalogSchema)
+  await db.run(`ATTACH DATABASE ? AS staging`, [ctx.staging.file])
+  await writeReference(db)
+  await writeVisibleRows(ctx, db)
+  const authors = await writeAuthors(db)
+  const projects = await writeProjects(db, authors)
+  await writeVersionJson(db, settings, projects)
+  await writeUserProfiles(db)
+  await db.exec(catalogIndexes)
+  await createSearchIndex(db)
+  return { authors, projects }
+}
+
+async function writeReference(db: Db): Promise<void> {
+  const catalog = await db.get<{ json: string }>(`SELECT json FROM s_catalog LIMIT 1`)
+  const settings = JSON.parse(catalog!.json) as { name: string; game: string }
+  await db.run(`INSERT INTO meta VALUES ('name', ?), ('game', ?)`, [settings.name, settings.game])
+  await db.exec(`
+    INSERT INTO reference SELECT 'category', row_number() OVER (ORDER BY project_type = 'skin', project_type = 'map', project_type, json->>'group', json->>'name'), project_type, json FROM s_categories;
+    INSERT INTO reference SELECT 'type', row_number() OVER (ORDER BY slug = 'skin', slug = 'map', slug), NULL, json FROM s_types WHERE json->>'enabled';
+    INSERT INTO reference SELECT 'game-version', row_number() OVER (ORDER BY json->>'releasedAt' DESC, version DESC), json->>'type', json FROM s_game_versions;
+  `)
+}
+
+/** Copies visible versions, files and dependencies, with ranks and folded download counts. */
+async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
+  await db.exec(`
+    CREATE TEMP TABLE visible_projects AS SELECT id FROM s_projects WHERE status = 'published';
+    CREATE UNIQUE INDEX temp.visible_projects_id ON visible_projects(id);
+    INSERT INTO versions (id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at, source_json)
+      SELECT v.id, v.project_id, v.version_number, v.json->>'channel',
+        row_number() OVER (PARTITION BY v.project_id ORDER BY v.json->>'publishedAt' DESC, v.json->>'createdAt' DESC, v.id) - 1,
+        v.json->'gameVersions', v.json->'platforms', v.json->>'downloads', v.json->>'createdAt', v.json->>'publishedAt', v.json
+      FROM s_versions v WHERE v.status = 'published' AND v.project_id IN visible_projects;
+    INSERT INTO files (id, version_id, project_id, position, filename, size, sha256, sha1)
+      SELECT f.id, f.version_id, f.project_id, f.idx, f.filename, f.size, f.sha256, f.sha1
+      FROM s_files f WHERE f.version_id IN (SELECT id FROM versions);
+  `)
+  await db.exec(versionIndexes)
+  if (ctx.options.countersFile && existsSync(ctx.options.countersFile)) {
+    await db.run(`ATTACH DATABASE ? AS counters`, [`file:${ctx.options.countersFile}?mode=ro`])
+    await db.exec(`
+      UPDATE files SET downloads = c.n FROM counters.file_downloads c WHERE c.file_id = files.id;
+      UPDATE versions SET downloads = downloads + s.n
+        FROM (SELECT version_id, sum(downloads) AS n FROM files GROUP BY version_id) s WHERE s.version_id = versions.id;
+    `)
+    await db.run(`DETACH DATABASE counters`)
+  }
+  await db.exec(`
+    INSERT INTO dependencies (version_id, position, type, project_id, dep_version_id)
+      SELECT v.id, d.key, d.value->>'type', p.id, w.id
+      FROM versions v, json_each(v.source_json, '$.dependencies') d
+      LEFT JOIN s_versions sw ON sw.id = d.value->>'versionId'
+      JOIN visible_projects p ON p.id = coalesce(d.value->>'projectId', sw.project_id)
+      LEFT JOIN versions w ON w.id = d.value->>'versionId'
+      WHERE d.value->>'external' IS NULL;
+  `)
+}
+
+async function writeAuthors(db: Db): Promise<Map<string, Author>> {
+  const authors = new Map<string, Author>()
+  for (const row of await db.all<{ json: string }>(`SELECT json FROM s_users ORDER BY id`)) {
+    const user = JSON.parse(row.json) as SourceUser
+    authors.set(user.id, renderAuthor(user))
+  }
+  return authors
+}
+
+/** Renders and stores every visible project's summary; returns the refs used by dependencies. */
+async function writeProjects(db: Db, authors: Map<string, Author>): Promise<Map<string, ProjectRef>> {
+  await db.exec(`
+    CREATE TEMP TABLE gv_order AS SELECT version, json->>'releasedAt' AS released FROM s_game_versions;
+    CREATE TEMP TABLE project_agg AS
+      SELECT project_id, sum(downloads) AS downloads FROM versions GROUP BY project_id;
+    CREATE UNIQUE INDEX temp.project_agg_id ON project_agg(project_id);
+  `)
+  const refs = new Map<string, ProjectRef>()
+  const batch = createBatcher(db, 'projects (id, slug, type, name, author_id, author_username, downloads, favorites, followers, created_at, updated_at, published_at, summary_json, source_json)')
+  let last = ''
+  for (;;) {
+    const rows = await db.all<{ json: string; downloads: number | null; gv: string; platforms: string }>(
+      `SELECT p.json, a.downloads,
+        (SELECT json_group_array(version) FROM (SELECT DISTINCT g.value AS version, o.released FROM versions v, json_each(v.game_versions) g JOIN gv_order o ON o.version = g.value WHERE v.project_id = p.id ORDER BY o.released, g.value)) AS gv,
+        (SELECT json_group_array(value) FROM (SELECT DISTINCT k.value FROM versions v, json_each(v.platforms) k WHERE v.project_id = p.id ORDER BY k.value)) AS platforms
+       FROM s_projects p LEFT JOIN project_agg a ON a.project_id = p.id
+       WHERE p.status = 'published' AND p.id > ? ORDER BY p.id LIMIT ${PAGE}`,
+      [last],
+    )
+    if (rows.length === 0) break
+    for (const row of rows) {
+      const project = JSON.parse(row.json) as SourceProject
+      const author = authors.get(project.authorId)!
+      const summary = renderProjectSummary(project, {
+        author,
+        downloads: row.downloads ?? 0,
+        gameVersions: JSON.parse(row.gv) as string[],
+        platforms: JSON.parse(row.platforms) as string[],
+      })
+      refs.set(project.id, { id: project.id, slug: project.slug, name: project.name, type: project.type })
+      await batch.add([
+        project.id, project.slug, project.type, project.name, author.id, author.username, summary.downloads,
+        project.favorites, project.followers, project.createdAt, project.updatedAt, project.publishedAt,
+        JSON.stringify(summary), row.json,
+      ])
+      last = project.id
+    }
+  }
+  await batch.flush()
+  await db.exec(`
+    INSERT INTO project_members SELECT p.id, p.author_id, 'owner', 0 FROM projects p;
+    INSERT INTO project_members SELECT p.id, m.value->>'userId', m.value->>'role', m.key + 1 FROM projects p, json_each(p.source_json, '$.members') m;
+    INSERT OR IGNORE INTO project_facets SELECT 'c:' || c.value, p.rowid FROM projects p, json_each(p.source_json, '$.categories') c;
+    INSERT OR IGNORE INTO project_facets SELECT 't:' || t.value, p.rowid FROM projects p, json_each(p.source_json, '$.tags') t;
+    INSERT OR IGNORE INTO project_facets SELECT 'g:' || g.value, p.rowid FROM projects p, json_each(p.summary_json, '$.gameVersions') g;
+    INSERT OR IGNORE INTO project_facets SELECT 'p:' || k.value, p.rowid FROM projects p, json_each(p.summary_json, '$.platforms') k;
+  `)
+  return refs
+}
+
+/** Renders every visible version once; the JSON is what the shim returns for it. */
+async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<string, ProjectRef>): Promise<void> {
+  let last = 0
+  for (;;) {
+    const rows = await db.all<{ rowid: number; id: string; source_json: string; downloads: number }>(
+      `SELECT rowid, id, source_json, downloads FROM versions WHERE rowid > ? ORDER BY rowid LIMIT ${PAGE}`,
+      [last],
+    )
+    if (rows.length === 0) break
+    last = rows[rows.length - 1]!.rowid
+    const depRows = await db.all<{ version_id: string; position: number; project_id: string; dep_version_id: string | null }>(
+      `SELECT version_id, position, project_id, dep_version_id FROM dependencies WHERE version_id IN (SELECT value FROM json_each(?))`,
+      [JSON.stringify(rows.map((r) => r.id))],
+    )
+    const resolved = new Map(depRows.map((d) => [`${d.version_id}/${d.position}`, d]))
+    const out: [string, string][] = []
+    for (const row of rows) {
+      const version = JSON.parse(row.source_json) as NormalisedVersion
+      const deps: ResolvedDependency[] = version.dependencies.map((source, i) => {
+        const r = resolved.get(`${version.id}/${i}`)
+        return { source, project: r ? (projects.get(r.project_id) ?? null) : null, versionId: r?.dep_version_id ?? null }
+      })
+      out.push([row.id, JSON.stringify(renderVersion(settings, version, row.downloads, deps))])
+    }
+    await db.run(`UPDATE versions SET json = j.value->>1 FROM json_each(?) j WHERE versions.id = j.value->>0`, [JSON.stringify(out)])
+  }
+}
+
+async function writeUserProfiles(db: Db): Promise<void> {
+  const rows = await db.all<{ json: string; projects: number; downloads: number; followers: number; favorites: number }>(`
+    SELECT u.json, count(p.id) AS projects, coalesce(sum(p.downloads), 0) AS downloads,
+      coalesce(sum(p.followers), 0) AS followers, coalesce(sum(p.favorites), 0) AS favorites
+    FROM s_users u
+    LEFT JOIN (SELECT DISTINCT project_id, user_id FROM project_members) m ON m.user_id = u.id
+    LEFT JOIN projects p ON p.id = m.project_id
+    GROUP BY u.id ORDER BY u.id`)
+  const batch = createBatcher(db, 'users (id, username, author_json, profile_json)')
+  for (const row of rows) {
+    const user = JSON.parse(row.json) as SourceUser
+    const profile = renderUserProfile(user, {
+      projects: row.projects,
+      downloads: row.downloads,
+      followers: row.followers,
+      favorites: row.favorites,
+    })
+    await batch.add([user.id, user.username, JSON.stringify(renderAuthor(user)), JSON.stringify(profile)])
+  }
+  await batch.flush()
+}

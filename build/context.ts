@@ -1,0 +1,56 @@
+/**
+ * The build context: resolved options, the problem list and the staging/catalog databases,
+ * passed explicitly to every build step.
+ */
+import type { Db } from './db/sqlite.ts'
+
+/** Options of a build (see resolveBuildOptions for defaults and README for the env vars). */
+export interface BuildOptions {
+  /** Source catalog folder. */
+  dataDir: string
+  /** Output folder holding `releases/` and the `current` pointer. */
+  distDir: string
+  /** Public origin used in absolute URLs (file download URLs). */
+  baseUrl: string
+  /** Where download redirects point: the content-addressed objects. */
+  filesBaseUrl: string
+  /** How many releases to keep (the live one and the one before it are always kept). */
+  keepReleases: number
+  /** Download counter database to fold into `downloads`, if it exists. */
+  countersFile: string | null
+  /** Source revision recorded in the release (e.g. a git commit). */
+  sourceRevision: string | null
+  /** Print progress and the summary line. */
+  log: (line: string) => void
+}
+
+/** One thing wrong with the source catalog. */
+export interface Problem {
+  file: string
+  path: string
+  message: string
+}
+
+/** State shared by the steps of one build. */
+export interface BuildContext {
+  options: BuildOptions
+  problems: Problem[]
+  staging: Db
+  /** Folder of the release being written (not yet live). */
+  releaseDir: string
+}
+
+/** Formats a zod-style path (`['files', 0, 'sha1']`) as `files[0].sha1`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = ''
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`
+    else out += out === '' ? String(key) : `.${String(key)}`
+  }
+  return out === '' ? '(record)' : out
+}
+
+/** Records a problem. */
+export function addProblem(ctx: BuildContext, file: string, path: string, message: string): void {
+  ctx.problems.push({ file, path, message })
+}

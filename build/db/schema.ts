@@ -1,0 +1,120 @@
+/**
+ * SQL of the two databases a build makes. The staging database holds every source record (all
+ * statuses) for cross-record validation; the catalog database holds only visible data, the rendered
+ * JSON the shim answers with, and the indexes its queries need. The catalog schema is documented in
+ * README.md ("The catalog database") because offline users query it directly.
+ */
+
+/** Staging: one row per source record, the normalised record as JSON. */
+export const stagingSchema = `
+PRAGMA journal_mode = OFF;
+PRAGMA synchronous = OFF;
+CREATE TABLE s_catalog (file TEXT, json TEXT);
+CREATE TABLE s_categories (slug TEXT, project_type TEXT, file TEXT, json TEXT);
+CREATE TABLE s_types (slug TEXT, file TEXT, json TEXT);
+CREATE TABLE s_game_versions (version TEXT, file TEXT, json TEXT);
+CREATE TABLE s_users (id TEXT, username TEXT, file TEXT, json TEXT);
+CREATE TABLE s_projects (id TEXT, slug TEXT, type TEXT, status TEXT, folder TEXT, file TEXT, json TEXT);
+CREATE TABLE s_versions (id TEXT, project_id TEXT, version_number TEXT, status TEXT, folder TEXT, file TEXT, json TEXT);
+CREATE TABLE s_files (id TEXT, version_id TEXT, project_id TEXT, filename TEXT, size INTEGER, sha256 TEXT, sha1 TEXT, idx INTEGER, blob TEXT, file TEXT);
+`
+
+/** Indexes added to staging after loading (cheaper than maintaining them during inserts). */
+export const stagingIndexes = `
+CREATE INDEX s_users_id ON s_users(id);
+CREATE INDEX s_projects_id ON s_projects(id);
+CREATE INDEX s_projects_folder ON s_projects(folder);
+CREATE INDEX s_versions_id ON s_versions(id);
+CREATE INDEX s_versions_project ON s_versions(project_id);
+CREATE INDEX s_files_sha256 ON s_files(sha256);
+CREATE INDEX s_files_id ON s_files(id);
+`
+
+/** Catalog: visible data only. */
+export const catalogSchema = `
+PRAGMA page_size = 8192;
+PRAGMA journal_mode = OFF;
+PRAGMA synchronous = OFF;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE reference (kind TEXT NOT NULL, position INTEGER NOT NULL, filter TEXT, json TEXT NOT NULL, PRIMARY KEY (kind, position)) WITHOUT ROWID;
+CREATE TABLE users (
+  id TEXT PRIMARY KEY,
+  username TEXT NOT NULL UNIQUE,
+  author_json TEXT NOT NULL,
+  profile_json TEXT NOT NULL
+);
+CREATE TABLE projects (
+  rowid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  slug TEXT NOT NULL UNIQUE,
+  type TEXT NOT NULL,
+  name TEXT NOT NULL,
+  author_id TEXT NOT NULL,
+  author_username TEXT NOT NULL,
+  downloads INTEGER NOT NULL,
+  favorites INTEGER NOT NULL,
+  followers INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  published_at TEXT,
+  summary_json TEXT NOT NULL,
+  source_json TEXT NOT NULL
+);
+CREATE TABLE project_members (project_id TEXT NOT NULL, user_id TEXT NOT NULL, role TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project_id, position)) WITHOUT ROWID;
+CREATE TABLE project_facets (facet TEXT NOT NULL, project_rowid INTEGER NOT NULL, PRIMARY KEY (facet, project_rowid)) WITHOUT ROWID;
+CREATE TABLE versions (
+  rowid INTEGER PRIMARY KEY,
+  id TEXT NOT NULL UNIQUE,
+  project_id TEXT NOT NULL,
+  version_number TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  game_versions TEXT NOT NULL,
+  platforms TEXT NOT NULL,
+  downloads INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  published_at TEXT,
+  source_json TEXT NOT NULL,
+  json TEXT
+);
+CREATE TABLE files (
+  id TEXT PRIMARY KEY,
+  version_id TEXT NOT NULL,
+  project_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  filename TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  sha1 TEXT,
+  downloads INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE dependencies (
+  version_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  project_id TEXT,
+  dep_version_id TEXT,
+  PRIMARY KEY (version_id, position)
+) WITHOUT ROWID;
+`
+
+/** Indexes of versions and files, created after their bulk insert. */
+export const versionIndexes = `
+CREATE UNIQUE INDEX versions_project_rank ON versions(project_id, rank);
+CREATE UNIQUE INDEX versions_project_number ON versions(project_id, version_number);
+CREATE INDEX files_version ON files(version_id, position);
+CREATE INDEX files_sha256 ON files(sha256);
+CREATE INDEX files_sha1 ON files(sha1);
+`
+
+/** Indexes of projects and members, created after their bulk insert. */
+export const catalogIndexes = `
+CREATE INDEX projects_downloads ON projects(downloads DESC, id);
+CREATE INDEX projects_updated ON projects(updated_at DESC, id);
+CREATE INDEX projects_newest ON projects(published_at DESC, id);
+CREATE INDEX projects_name ON projects(name COLLATE NOCASE, id);
+CREATE INDEX projects_favorites ON projects(favorites DESC, id);
+CREATE INDEX projects_author ON projects(author_username);
+CREATE INDEX project_members_user ON project_members(user_id);
+CREATE INDEX dependencies_project ON dependencies(project_id);
+`

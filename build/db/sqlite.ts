@@ -1,0 +1,101 @@
+/**
+ * The one module that opens SQLite: promise wrappers over the async `sqlite3` binding, so queries
+ * run off the event loop. Used by the build (read-write) and the shim (read-only).
+ */
+import sqlite3 from 'sqlite3'
+
+export type SqlValue = string | number | bigint | null | Buffer
+export type SqlParams = readonly SqlValue[] | Record<string, SqlValue>
+export type Row = Record<string, unknown>
+
+/** An open database with promise-returning helpers. */
+export interface Db {
+  readonly raw: sqlite3.Database
+  readonly file: string
+  run(sql: string, params?: SqlParams): Promise<{ changes: number; lastID: number }>
+  all<T = Row>(sql: string, params?: SqlParams): Promise<T[]>
+  get<T = Row>(sql: string, params?: SqlParams): Promise<T | undefined>
+  exec(sql: string): Promise<void>
+  prepare(sql: string): Promise<Statement>
+  close(): Promise<void>
+}
+
+/** A prepared statement, reused across calls (no re-parse per request). */
+export interface Statement {
+  all<T = Row>(params?: SqlParams): Promise<T[]>
+  get<T = Row>(params?: SqlParams): Promise<T | undefined>
+  run(params?: SqlParams): Promise<{ changes: number }>
+  finalize(): Promise<void>
+}
+
+/** Options of openDb. */
+export interface OpenDbOptions {
+  readonly?: boolean
+  /** Milliseconds to wait on a locked database before SQLITE_BUSY. */
+  busyTimeout?: number
+}
+
+/** Opens (or creates) a database file. */
+export function openDb(file: string, options: OpenDbOptions = {}): Promise<Db> {
+  const mode = options.readonly ? sqlite3.OPEN_READONLY : sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE
+  return new Promise((resolve, reject) => {
+    const raw = new sqlite3.Database(file, mode, (err) => {
+      if (err) return reject(err)
+      raw.configure('busyTimeout', options.busyTimeout ?? 5000)
+      resolve(wrapDb(raw, file))
+    })
+  })
+}
+
+function args(params?: SqlParams): unknown[] {
+  return params === undefined ? [] : [params]
+}
+
+function wrapDb(raw: sqlite3.Database, file: string): Db {
+  return {
+    raw,
+    file,
+    run: (sql, params) =>
+      new Promise((resolve, reject) => {
+        raw.run(sql, ...args(params), function (this: sqlite3.RunResult, err: Error | null) {
+          if (err) reject(err)
+          else resolve({ changes: this.changes, lastID: this.lastID })
+        })
+      }),
+    all: <T>(sql: string, params?: SqlParams) =>
+      new Promise<T[]>((resolve, reject) => {
+        raw.all(sql, ...args(params), (err: Error | null, rows: T[]) => (err ? reject(err) : resolve(rows)))
+      }),
+    get: <T>(sql: string, params?: SqlParams) =>
+      new Promise<T | undefined>((resolve, reject) => {
+        raw.get(sql, ...args(params), (err: Error | null, row: T | undefined) => (err ? reject(err) : resolve(row)))
+      }),
+    exec: (sql) => new Promise((resolve, reject) => raw.exec(sql, (err) => (err ? reject(err) : resolve()))),
+    prepare: (sql) =>
+      new Promise((resolve, reject) => {
+        const stmt: sqlite3.Statement = raw.prepare(sql, (err) => (err ? reject(err) : resolve(wrapStatement(stmt))))
+      }),
+    close: () => new Promise((resolve, reject) => raw.close((err) => (err ? reject(err) : resolve()))),
+  }
+}
+
+function wrapStatement(stmt: sqlite3.Statement): Statement {
+  return {
+    all: <T>(params?: SqlParams) =>
+      new Promise<T[]>((resolve, reject) => {
+        stmt.all(...args(params), (err: Error | null, rows: T[]) => (err ? reject(err) : resolve(rows)))
+      }),
+    get: <T>(params?: SqlParams) =>
+      new Promise<T | undefined>((resolve, reject) => {
+        stmt.get(...args(params), (err: Error | null, row: T | undefined) => (err ? reject(err) : resolve(row)))
+      }),
+    run: (params) =>
+      new Promise((resolve, reject) => {
+        stmt.run(...args(params), function (this: sqlite3.RunResult, err: Error | null) {
+          if (err) reject(err)
+          else resolve({ changes: this.changes })
+        })
+      }),
+    finalize: () => new Promise((resolve) => stmt.finalize(() => resolve())),
+  }
+}

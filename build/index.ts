@@ -1,0 +1,88 @@
+/**
+ * The build: load → validate → catalog SQLite → render every static response → publish a new
+ * release atomically. A failing build prints every problem and leaves the live release untouched.
+ */
+import path from 'node:path'
+import { rmSync } from 'node:fs'
+import { writeCatalog } from './catalog.ts'
+import type { BuildContext, BuildOptions, Problem } from './context.ts'
+import { openDb } from './db/sqlite.ts'
+import { stagingIndexes, stagingSchema } from './db/schema.ts'
+import { loadSource } from './load.ts'
+import { abortRelease, prepareRelease, publishRelease, type ReleaseInfo } from './release/publish.ts'
+import { createReleaseWriter } from './release/writer.ts'
+import { writeProjectFiles } from './static/projects.ts'
+import { writeObjects, writeSiteFiles } from './static/site.ts'
+import { writeUserFiles } from './static/users.ts'
+import { writeVersionFiles } from './static/versions.ts'
+import { validateCatalog } from './validate.ts'
+
+/** Result of a build. */
+export type BuildResult =
+  | { ok: true; release: ReleaseInfo; releaseDir: string; seconds: number }
+  | { ok: false; problems: Problem[] }
+
+/** Raised for a catalog that does not validate; carries every problem. */
+export class CatalogError extends Error {
+  constructor(readonly problems: Problem[]) {
+    super(`${problems.length} problem(s) in the source catalog`)
+  }
+}
+
+/** Runs a whole build. */
+export async function runBuild(options: BuildOptions): Promise<BuildResult> {
+  const started = Date.now()
+  const log = options.log
+  const pending = prepareRelease(options.distDir)
+  const stagingFile = path.join(pending.dir, 'staging.sqlite')
+  const staging = await openDb(stagingFile)
+  const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
+  try {
+    await staging.exec(stagingSchema)
+    const counts = await loadSource(ctx)
+    log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s`)
+    await staging.exec(stagingIndexes)
+    await validateCatalog(ctx)
+    if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
+
+    const db = await openDb(path.join(pending.dir, 'catalog.sqlite'))
+    const settings = { baseUrl: options.baseUrl }
+    const maps = await writeCatalog(ctx, db, settings)
+    log(`Wrote the catalog database in ${secondsSince(started)}s`)
+    const writer = createReleaseWriter(pending.dir, (s) =>
+      log(`… ${s.files} files (${s.bodies} bodies, ${(s.bytes / 1e6).toFixed(0)} MB) after ${secondsSince(started)}s`),
+    )
+    await writeSiteFiles(db, writer)
+    await writeUserFiles(db, writer)
+    await writeProjectFiles(db, maps, writer)
+    await writeVersionFiles(db, writer)
+    await writeObjects(db, options.dataDir, writer)
+    await db.run(`DETACH DATABASE staging`)
+    await db.exec(`PRAGMA optimize; VACUUM;`)
+    await db.close()
+    await staging.close()
+    rmSync(stagingFile, { force: true })
+    const stats = writer.finish()
+
+    const release: ReleaseInfo = {
+      serial: pending.serial,
+      id: pending.id,
+      createdAt: new Date().toISOString(),
+      sourceRevision: options.sourceRevision,
+      ...stats,
+    }
+    const releaseDir = publishRelease(options.distDir, pending, release, options.keepReleases)
+    const seconds = Number(secondsSince(started))
+    log(`Rendered ${stats.files} files (${stats.bodies} bodies, ${(stats.bytes / 1e6).toFixed(1)} MB) in ${seconds}s → release ${release.id}`)
+    return { ok: true, release, releaseDir, seconds }
+  } catch (err) {
+    await staging.close().catch(() => {})
+    abortRelease(options.distDir, pending)
+    if (err instanceof CatalogError) return { ok: false, problems: err.problems }
+    throw err
+  }
+}
+
+function secondsSince(start: number): string {
+  return ((Date.now() - start) / 1000).toFixed(1)
+}

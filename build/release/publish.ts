@@ -1,0 +1,123 @@
+/**
+ * Release lifecycle: a build writes into a temporary folder, renames it to its serial when it is
+ * complete, then swaps the `current` symlink with rename(2) — atomic, unlike `ln -sfn`, so readers
+ * never see a missing or half-written tree. A killed build leaves only a temp folder, which the
+ * next build removes; the live release is never touched.
+ */
+import { existsSync, fsyncSync, openSync, closeSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, mkdirSync, readlinkSync } from 'node:fs'
+import path from 'node:path'
+
+/** A release being built. */
+export interface PendingRelease {
+  serial: number
+  id: string
+  /** Temporary folder the build writes into. */
+  dir: string
+  /** Folder of the live release before this build, if any. */
+  previousDir: string | null
+}
+
+/** Metadata of a release (`release.json`). */
+export interface ReleaseInfo {
+  serial: number
+  id: string
+  createdAt: string
+  sourceRevision: string | null
+  files: number
+  bodies: number
+  bytes: number
+}
+
+/** Folder the `current` pointer resolves to, or null before the first release. */
+export function resolveCurrentRelease(distDir: string): string | null {
+  const pointer = path.join(distDir, 'current')
+  if (!existsSync(pointer)) return null
+  return path.resolve(distDir, readlinkSync(pointer))
+}
+
+/** Reads `release.json` of a release folder. */
+export function readReleaseInfo(releaseDir: string): ReleaseInfo {
+  return JSON.parse(readFileSync(path.join(releaseDir, 'release.json'), 'utf8')) as ReleaseInfo
+}
+
+/** Takes the build lock, cleans up after killed builds, and creates the temp folder of the next release. */
+export function prepareRelease(distDir: string): PendingRelease {
+  const releases = path.join(distDir, 'releases')
+  mkdirSync(releases, { recursive: true })
+  takeLock(distDir)
+  for (const name of readdirSync(releases)) {
+    if (name.startsWith('.tmp-')) rmSync(path.join(releases, name), { recursive: true, force: true })
+  }
+  const serials = readdirSync(releases).filter((n) => /^\d+$/.test(n)).map(Number)
+  const serial = Math.max(0, ...serials) + 1
+  const id = String(serial).padStart(8, '0')
+  const dir = path.join(releases, `.tmp-${id}`)
+  mkdirSync(dir)
+  return { serial, id, dir, previousDir: resolveCurrentRelease(distDir) }
+}
+
+/** Seals the release, makes it live atomically and prunes old releases; returns the live folder. */
+export function publishRelease(distDir: string, pending: PendingRelease, info: ReleaseInfo, keep: number): string {
+  writeFileSync(path.join(pending.dir, 'release.json'), JSON.stringify(info, null, 2) + '\n')
+  const finalDir = path.join(distDir, 'releases', pending.id)
+  renameSync(pending.dir, finalDir)
+  fsyncDir(path.join(distDir, 'releases'))
+  const tmpLink = path.join(distDir, `.current-${process.pid}`)
+  rmSync(tmpLink, { force: true })
+  symlinkSync(path.join('releases', pending.id), tmpLink)
+  renameSync(tmpLink, path.join(distDir, 'current'))
+  fsyncDir(distDir)
+  pruneReleases(distDir, Math.max(2, keep))
+  releaseLock(distDir)
+  return finalDir
+}
+
+/** Removes the temp folder of a failed build and releases the lock; the live release is untouched. */
+export function abortRelease(distDir: string, pending: PendingRelease): void {
+  rmSync(pending.dir, { recursive: true, force: true })
+  releaseLock(distDir)
+}
+
+/** Keeps the newest `keep` releases (the live one always). */
+function pruneReleases(distDir: string, keep: number): void {
+  const releases = path.join(distDir, 'releases')
+  const live = resolveCurrentRelease(distDir)
+  const serials = readdirSync(releases).filter((n) => /^\d+$/.test(n)).sort().reverse()
+  for (const name of serials.slice(keep)) {
+    const dir = path.join(releases, name)
+    if (dir !== live) rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+function fsyncDir(dir: string): void {
+  const fd = openSync(dir, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function takeLock(distDir: string): void {
+  const lock = path.join(distDir, '.build.lock')
+  if (existsSync(lock)) {
+    const pid = Number(readFileSync(lock, 'utf8'))
+    if (pid && pid !== process.pid && isAlive(pid)) {
+      throw new Error(`another build (pid ${pid}) is writing ${distDir}; remove ${lock} if it is stale`)
+    }
+  }
+  writeFileSync(lock, String(process.pid))
+}
+
+function releaseLock(distDir: string): void {
+  rmSync(path.join(distDir, '.build.lock'), { force: true })
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}

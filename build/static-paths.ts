@@ -1,0 +1,24 @@
+/**
+ * How URLs map to files of a release, shared by the build (which writes them) and the shim (which
+ * serves them). A URL path P under /api/v1 is stored as `public/P.json`, so `projects/x` and
+ * `projects/x/versions` can both exist (a path is never both a file and a folder). File objects are
+ * stored as they are addressed: `public/objects/<sha256>/<filename>`.
+ */
+
+export const API_PREFIX = '/api/v1'
+export const OBJECTS_PREFIX = '/objects'
+
+/** Release-relative file of an API path such as `/projects/sodium` (without the /api/v1 prefix). */
+export function apiFile(apiPath: string): string {
+  return `public/api/v1${apiPath}.json`
+}
+
+/** Release-relative file of a content-addressed file object. */
+export function objectFile(sha256: string, filename: string): string {
+  return `public/objects/${sha256}/${filename}`
+}
+
+/** Path (under the site root) of a content-addressed file object, URL-encoded. */
+export function objectUrlPath(sha256: string, filename: string): string {
+  return `${OBJECTS_PREFIX}/${sha256}/${encodeURIComponent(filename)}`
+}

@@ -1,0 +1,105 @@
+/**
+ * The shim: one h3 app. Static first — a GET/HEAD with no query string on a pre-rendered path is
+ * answered from the live release (in memory when hot); everything else goes to the dynamic routes,
+ * which use the same renderers. Every response carries the common headers and errors the envelope.
+ */
+import path from 'node:path'
+import { createReadStream, statSync } from 'node:fs'
+import { createApp, eventHandler, type App, type H3Event } from 'h3'
+import { apiFile, objectFile } from '../build/static-paths.ts'
+import type { ShimContext } from './context.ts'
+import { apiError, createErrorHandler, notFound } from './errors.ts'
+import { parseRequestTarget, isSafePath } from './request-target.ts'
+import { ALLOWED_METHODS, getRequestState, sendBody, setCommonHeaders } from './respond.ts'
+import { matchRoute } from './routes/index.ts'
+
+/** Cache-Control of mutable JSON (short max-age, stale-while-revalidate with its delta). */
+export function mutableCacheControl(ctx: ShimContext): string {
+  return `public, max-age=${ctx.options.maxAge}, stale-while-revalidate=${ctx.options.staleWhileRevalidate}`
+}
+
+/** Cache-Control of content-addressed file objects. */
+export const IMMUTABLE = 'public, max-age=31536000, immutable'
+
+/** Creates the h3 app over a shim context. */
+export function createShimApp(ctx: ShimContext): App {
+  const app = createApp({ onError: createErrorHandler(() => ctx.options.rateLimit) })
+  app.use(eventHandler((event) => handleRequest(ctx, event)))
+  return app
+}
+
+async function handleRequest(ctx: ShimContext, event: H3Event): Promise<void> {
+  getRequestState(event)
+  const method = event.node.req.method ?? 'GET'
+  if (method === 'OPTIONS') return sendPreflight(ctx, event)
+  setCommonHeaders(event, ctx.options.rateLimit)
+  if (method !== 'GET' && method !== 'HEAD') {
+    throw apiError(405, 'method_not_allowed', `Method ${method} is not allowed: the API is read-only`, undefined, { Allow: ALLOWED_METHODS })
+  }
+  const target = parseRequestTarget(event.node.req.url ?? '/')
+  const [first, second, ...rest] = target.segments
+  if (!isSafePath(target.segments)) throw notFound('The resource')
+  if (first === 'objects') return sendObject(ctx, event, target.segments.slice(1))
+  if (first !== 'api' || second !== 'v1') throw notFound(`The path /${target.segments.join('/')}`)
+  if (target.search === '' && rest.length > 0) {
+    const body = await ctx.cache.read(path.join(ctx.release.dir, apiFile(`/${rest.join('/')}`)))
+    if (body) return sendBody(event, body, mutableCacheControl(ctx))
+  }
+  const route = matchRoute(rest)
+  if (!route) throw notFound(`The path /api/v1/${rest.join('/')}`)
+  await route.handler({ ctx, event, params: route.params, search: target.search })
+}
+
+/** Serves a content-addressed file object, streamed (objects can be large). */
+async function sendObject(ctx: ShimContext, event: H3Event, segments: string[]): Promise<void> {
+  const [sha256, filename] = segments
+  if (segments.length !== 2 || !/^[0-9a-f]{64}$/.test(sha256!)) throw notFound('The file object')
+  const file = path.join(ctx.release.dir, objectFile(sha256!, filename!))
+  let size: number
+  try {
+    size = statSync(file).size
+  } catch {
+    throw notFound('The file object')
+  }
+  const { req, res } = event.node
+  const etag = `"${sha256}"`
+  res.setHeader('ETag', etag)
+  res.setHeader('Cache-Control', IMMUTABLE)
+  const inm = req.headers['if-none-match']
+  if (inm && inm.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag)) {
+    res.statusCode = 304
+    res.end()
+    return
+  }
+  res.setHeader('Content-Type', contentTypeOf(filename!))
+  res.setHeader('Content-Length', size)
+  res.setHeader('Content-Disposition', `attachment; filename*=UTF-8''${encodeURIComponent(filename!)}`)
+  if (req.method === 'HEAD') {
+    res.end()
+    return
+  }
+  await new Promise<void>((resolve, reject) => {
+    createReadStream(file).on('error', reject).on('end', resolve).pipe(res)
+  })
+}
+
+function contentTypeOf(filename: string): string {
+  const ext = path.extname(filename).toLowerCase()
+  if (ext === '.jar') return 'application/java-archive'
+  if (ext === '.zip' || ext === '.mcworld') return 'application/zip'
+  if (ext === '.png') return 'image/png'
+  return 'application/octet-stream'
+}
+
+/** CORS preflight: 204 allowing GET/HEAD and the headers a client may send (If-None-Match included). */
+function sendPreflight(ctx: ShimContext, event: H3Event): void {
+  const res = event.node.res
+  setCommonHeaders(event, ctx.options.rateLimit)
+  const requested = event.node.req.headers['access-control-request-headers']
+  res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS)
+  res.setHeader('Access-Control-Allow-Headers', typeof requested === 'string' && requested.length <= 1024 ? requested : 'If-None-Match, Content-Type, User-Agent')
+  res.setHeader('Access-Control-Max-Age', '7200')
+  res.setHeader('Cache-Control', 'public, max-age=7200')
+  res.statusCode = 204
+  res.end()
+}

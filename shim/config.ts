@@ -1,0 +1,70 @@
+/** Defaults of the shim and their resolution from the environment (read only by shim/cli.ts). */
+import path from 'node:path'
+
+/** Options of the shim (README, "Configuration"). */
+export interface ShimOptions {
+  host: string
+  port: number
+  /** Folder holding `current` (the live release) and `releases/`. */
+  distDir: string
+  /** Requests per window per client. */
+  rateLimit: number
+  /** Rate-limit window in seconds. */
+  rateWindowSeconds: number
+  /** CIDR ranges of proxies whose X-Forwarded-For is trusted. */
+  trustedProxies: string[]
+  /** Bytes of static bodies kept in memory. */
+  cacheBytes: number
+  /** How often the `current` pointer is checked for a new release (ms; 0 = never). */
+  releasePollMs: number
+  /** max-age of mutable JSON, seconds. */
+  maxAge: number
+  /** stale-while-revalidate of mutable JSON, seconds. */
+  staleWhileRevalidate: number
+  /** Where download redirects point; default: the release's own /objects. */
+  filesBaseUrl: string
+  /** Download counter database (its own file, never touched by a rebuild). */
+  countersFile: string
+}
+
+/** Default shim options. */
+export const shimDefaults = {
+  host: '0.0.0.0',
+  port: 3000,
+  distDir: 'dist',
+  rateLimit: 120,
+  rateWindowSeconds: 60,
+  cacheBytes: 128 * 1024 * 1024,
+  releasePollMs: 2000,
+  maxAge: 60,
+  staleWhileRevalidate: 600,
+} as const
+
+function int(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(value)}`)
+  return n
+}
+
+/** Resolves shim options from overrides and an environment map. */
+export function resolveShimOptions(
+  overrides: Partial<ShimOptions> = {},
+  env: Record<string, string | undefined> = {},
+): ShimOptions {
+  const distDir = path.resolve(overrides.distDir ?? env.DIST_DIR ?? shimDefaults.distDir)
+  return {
+    host: overrides.host ?? env.HOST ?? shimDefaults.host,
+    port: overrides.port ?? int(env.PORT, shimDefaults.port, 'PORT'),
+    distDir,
+    rateLimit: overrides.rateLimit ?? int(env.RATE_LIMIT, shimDefaults.rateLimit, 'RATE_LIMIT'),
+    rateWindowSeconds: overrides.rateWindowSeconds ?? int(env.RATE_WINDOW_SECONDS, shimDefaults.rateWindowSeconds, 'RATE_WINDOW_SECONDS'),
+    trustedProxies: overrides.trustedProxies ?? (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    cacheBytes: overrides.cacheBytes ?? int(env.CACHE_BYTES, shimDefaults.cacheBytes, 'CACHE_BYTES'),
+    releasePollMs: overrides.releasePollMs ?? int(env.RELEASE_POLL_MS, shimDefaults.releasePollMs, 'RELEASE_POLL_MS'),
+    maxAge: overrides.maxAge ?? int(env.MAX_AGE, shimDefaults.maxAge, 'MAX_AGE'),
+    staleWhileRevalidate: overrides.staleWhileRevalidate ?? int(env.STALE_WHILE_REVALIDATE, shimDefaults.staleWhileRevalidate, 'STALE_WHILE_REVALIDATE'),
+    filesBaseUrl: (overrides.filesBaseUrl ?? env.FILES_BASE_URL ?? '/objects').replace(/\/+$/, ''),
+    countersFile: path.resolve(overrides.countersFile ?? env.COUNTERS_FILE ?? path.join(distDir, 'counters.sqlite')),
+  }
+}

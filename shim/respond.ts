@@ -1,0 +1,98 @@
+/**
+ * Writing responses: the headers every response carries (CORS, expose list, rate limit, request
+ * id), bodies with their ETag and conditional 304s, and the error envelope of SPEC.md §7.
+ */
+import { randomUUID } from 'node:crypto'
+import type { H3Event } from 'h3'
+import type { Body } from '../build/render/body.ts'
+
+/** Headers a browser may read (none of them is CORS-safelisted). */
+export const EXPOSED_HEADERS = 'ETag, Retry-After, X-Ratelimit-Limit, X-Ratelimit-Remaining, X-Ratelimit-Reset, X-Request-Id'
+export const ALLOWED_METHODS = 'GET, HEAD, OPTIONS'
+export const JSON_TYPE = 'application/json; charset=utf-8'
+
+/** Per-request state kept on event.context. */
+export interface RequestState {
+  requestId: string
+  /** Rate-limit headers computed for this request (set by the limiter). */
+  rateHeaders: Record<string, string>
+}
+
+/** State of the request, created on first use. */
+export function getRequestState(event: H3Event): RequestState {
+  let state = event.context.catalog as RequestState | undefined
+  if (!state) {
+    state = { requestId: randomUUID(), rateHeaders: {} }
+    event.context.catalog = state
+  }
+  return state
+}
+
+/** Sets the headers every response carries, whatever its status. */
+export function setCommonHeaders(event: H3Event, rateLimit: number): void {
+  const res = event.node.res
+  const state = getRequestState(event)
+  res.setHeader('Access-Control-Allow-Origin', '*')
+  res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS)
+  res.setHeader('X-Ratelimit-Limit', String(rateLimit))
+  for (const [name, value] of Object.entries(state.rateHeaders)) res.setHeader(name, value)
+  res.setHeader('X-Request-Id', state.requestId)
+}
+
+/**
+ * Whether If-None-Match matches an ETag: `*`, a list, and weak comparison (`W/"x"` equals `"x"`),
+ * as RFC 9110 §13.1.2 requires. Malformed values simply do not match.
+ */
+export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+  if (!header) return false
+  const opaque = etag.startsWith('W/') ? etag.slice(2) : etag
+  for (const raw of header.split(',')) {
+    const tag = raw.trim()
+    if (tag === '*') return true
+    if ((tag.startsWith('W/') ? tag.slice(2) : tag) === opaque) return true
+  }
+  return false
+}
+
+/** Sends a body (200, or an empty 304 when If-None-Match matches; no body for HEAD). */
+export function sendBody(event: H3Event, body: Body, cacheControl: string, contentType = JSON_TYPE): void {
+  const { req, res } = event.node
+  res.setHeader('ETag', body.etag)
+  res.setHeader('Cache-Control', cacheControl)
+  if (matchesIfNoneMatch(req.headers['if-none-match'], body.etag)) {
+    res.statusCode = 304
+    res.end()
+    return
+  }
+  res.statusCode = 200
+  res.setHeader('Content-Type', contentType)
+  res.setHeader('Content-Length', body.bytes.length)
+  res.end(req.method === 'HEAD' ? undefined : body.bytes)
+}
+
+/** One problem of a rejected request. */
+export interface ErrorDetail {
+  path: string
+  message: string
+}
+
+/** Writes the error envelope; the request id is the one sent as X-Request-Id. */
+export function sendErrorEnvelope(
+  event: H3Event,
+  status: number,
+  code: string,
+  message: string,
+  details?: ErrorDetail[],
+): void {
+  const res = event.node.res
+  const state = getRequestState(event)
+  const error: Record<string, unknown> = { code, message }
+  if (details && details.length > 0) error.details = details
+  error.requestId = state.requestId
+  const bytes = Buffer.from(JSON.stringify({ error }))
+  res.statusCode = status
+  res.setHeader('Content-Type', JSON_TYPE)
+  res.setHeader('Cache-Control', 'no-store')
+  res.setHeader('Content-Length', bytes.length)
+  res.end(event.node.req.method === 'HEAD' ? undefined : bytes)
+}
