@@ -4,6 +4,12 @@
  */
 import type { H3Event } from 'h3'
 import type { ShimContext } from '../context.ts'
+import { downloadsRoutes } from './downloads.ts'
+import { projectsRoutes } from './projects.ts'
+import { referenceRoutes } from './reference.ts'
+import { usersRoutes } from './users.ts'
+import { versionFilesRoutes } from './version-files.ts'
+import { versionsRoutes } from './versions.ts'
 
 /** What a route handler receives. */
 export interface RouteInput {
@@ -20,12 +26,15 @@ export interface Route {
   handler: (input: RouteInput) => Promise<void>
 }
 
-const routes: Route[] = []
-
-/** Registers routes (used by the route files' module list below). */
-export function defineRoutes(list: Route[]): void {
-  routes.push(...list)
-}
+/** First match wins: literal routes of a file come before its `:param` routes; reference last. */
+const routes: Route[] = [
+  ...projectsRoutes,
+  ...versionsRoutes,
+  ...versionFilesRoutes,
+  ...downloadsRoutes,
+  ...usersRoutes,
+  ...referenceRoutes,
+]
 
 /** Finds the route of an API path (segments after /api/v1). */
 export function matchRoute(segments: readonly string[]): { handler: Route['handler']; params: Record<string, string> } | null {

@@ -1,0 +1,77 @@
+/**
+ * Reads a query string into validated parameters. Keys go into a null-prototype map (`__proto__`
+ * is just a name); list parameters accept `a,b,c`, a JSON array of strings, or repeats; `loader`
+ * is `platform`; a repeated scalar, a malformed list and every schema issue become one 422 listing
+ * all problems. Unknown parameters are ignored.
+ */
+import type { z } from 'zod'
+import { listParamNames, paramAliases } from '../build/schema/query.ts'
+import { validationFailed } from './errors.ts'
+import type { ErrorDetail } from './respond.ts'
+
+const MAX_PARAMS = 64
+
+/** Splits a raw query string into name → values (null prototype). */
+export function parseSearch(search: string): Record<string, string[]> {
+  const out = Object.create(null) as Record<string, string[]>
+  if (search === '') return out
+  let count = 0
+  for (const [rawName, value] of new URLSearchParams(search)) {
+    if (++count > MAX_PARAMS) break
+    const name = paramAliases[rawName] ?? rawName
+    const list = out[name]
+    if (list) list.push(value)
+    else out[name] = [value]
+  }
+  return out
+}
+
+/** Splits one list value: a JSON array of strings, or comma-separated values. */
+function splitList(name: string, raw: string, problems: ErrorDetail[]): string[] {
+  const trimmed = raw.trim()
+  if (trimmed.startsWith('[')) {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(trimmed)
+    } catch {
+      problems.push({ path: name, message: 'is not a valid JSON array' })
+      return []
+    }
+    if (!Array.isArray(parsed) || !parsed.every((v) => typeof v === 'string')) {
+      problems.push({ path: name, message: 'must be a JSON array of strings' })
+      return []
+    }
+    return (parsed as string[]).map((v) => v.trim()).filter((v) => v !== '')
+  }
+  return trimmed.split(',').map((v) => v.trim()).filter((v) => v !== '')
+}
+
+/** Validates a query string with an endpoint's schema; throws a 422 naming every problem. */
+export function readQuery<S extends z.ZodObject>(search: string, schema: S): z.output<S> {
+  const params = parseSearch(search)
+  const shape = schema.shape as Record<string, unknown>
+  const input = Object.create(null) as Record<string, unknown>
+  const problems: ErrorDetail[] = []
+  for (const name of Object.keys(params)) {
+    if (!(name in shape)) continue
+    const values = params[name]!
+    if (listParamNames.has(name)) {
+      const seen = new Set<string>()
+      for (const raw of values) for (const v of splitList(name, raw, problems)) seen.add(v)
+      input[name] = [...seen]
+    } else if (values.length > 1) {
+      problems.push({ path: name, message: 'must be given once' })
+    } else {
+      input[name] = values[0]
+    }
+  }
+  const result = schema.safeParse({ ...input })
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const path = issue.path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join('') || '(query)'
+      problems.push({ path, message: issue.message })
+    }
+  }
+  if (problems.length > 0) throw validationFailed(problems)
+  return result.data as z.output<S>
+}
