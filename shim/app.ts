@@ -9,13 +9,15 @@ import { createApp, eventHandler, type App, type H3Event } from 'h3'
 import { apiFile, objectFile } from '../build/static-paths.ts'
 import type { ShimContext } from './context.ts'
 import { apiError, createErrorHandler, notFound } from './errors.ts'
+import { clientKey, resolveClientIp } from './client-ip.ts'
+import { rateLimitHeaders } from './rate-limit.ts'
 import { parseRequestTarget, isSafePath } from './request-target.ts'
 import { ALLOWED_METHODS, getRequestState, sendBody, setCommonHeaders } from './respond.ts'
 import { matchRoute } from './routes/index.ts'
 
 /** Cache-Control of mutable JSON (short max-age, stale-while-revalidate with its delta). */
 export function mutableCacheControl(ctx: ShimContext): string {
-  return `public, max-age=${ctx.options.maxAge}, stale-while-revalidate=${ctx.options.staleWhileRevalidate}`
+  return `${ctx.options.cacheScope}, max-age=${ctx.options.maxAge}, stale-while-revalidate=${ctx.options.staleWhileRevalidate}`
 }
 
 /** Cache-Control of content-addressed file objects. */
@@ -32,6 +34,7 @@ async function handleRequest(ctx: ShimContext, event: H3Event): Promise<void> {
   getRequestState(event)
   const method = event.node.req.method ?? 'GET'
   if (method === 'OPTIONS') return sendPreflight(ctx, event)
+  await applyRateLimit(ctx, event)
   setCommonHeaders(event, ctx.options.rateLimit)
   if (method !== 'GET' && method !== 'HEAD') {
     throw apiError(405, 'method_not_allowed', `Method ${method} is not allowed: the API is read-only`, undefined, { Allow: ALLOWED_METHODS })
@@ -48,6 +51,22 @@ async function handleRequest(ctx: ShimContext, event: H3Event): Promise<void> {
   const route = matchRoute(rest)
   if (!route) throw notFound(`The path /api/v1/${rest.join('/')}`)
   await route.handler({ ctx, event, params: route.params, search: target.search })
+}
+
+/** Counts the request against the client's budget; past it, 429 with Retry-After (a little jitter). */
+async function applyRateLimit(ctx: ShimContext, event: H3Event): Promise<void> {
+  const state = getRequestState(event)
+  const req = event.node.req
+  state.clientKey = clientKey(resolveClientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], ctx.trustedProxies))
+  const decision = await ctx.limiter.consume(state.clientKey)
+  state.rateHeaders = rateLimitHeaders(decision)
+  if (!decision.allowed) {
+    // Jitter spreads the retries of many limited clients over a few seconds instead of one.
+    const retryAfter = decision.retryAfterSeconds + Math.floor(Math.random() * 3)
+    throw apiError(429, 'rate_limited', `Rate limit of ${decision.limit} requests per ${ctx.options.rateWindowSeconds} s exceeded; retry after ${retryAfter} s`, undefined, {
+      'Retry-After': String(retryAfter),
+    })
+  }
 }
 
 /** Serves a content-addressed file object, streamed (objects can be large). */

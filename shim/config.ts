@@ -25,6 +25,13 @@ export interface ShimOptions {
   filesBaseUrl: string
   /** Download counter database (its own file, never touched by a rebuild). */
   countersFile: string
+  /** Where the download day secret survives restarts (tmpfs); null keeps it in memory only. */
+  downloadSecretFile: string | null
+  /**
+   * Cache-Control scope of shim responses. They carry per-client X-Ratelimit-Remaining/Reset, which a
+   * shared cache must not replay to other clients, so `private` by default (RELIABILITY C7).
+   */
+  cacheScope: 'private' | 'public'
 }
 
 /** Default shim options. */
@@ -66,5 +73,7 @@ export function resolveShimOptions(
     staleWhileRevalidate: overrides.staleWhileRevalidate ?? int(env.STALE_WHILE_REVALIDATE, shimDefaults.staleWhileRevalidate, 'STALE_WHILE_REVALIDATE'),
     filesBaseUrl: (overrides.filesBaseUrl ?? env.FILES_BASE_URL ?? '/objects').replace(/\/+$/, ''),
     countersFile: path.resolve(overrides.countersFile ?? env.COUNTERS_FILE ?? path.join(distDir, 'counters.sqlite')),
+    downloadSecretFile: overrides.downloadSecretFile !== undefined ? overrides.downloadSecretFile : (env.DOWNLOAD_SECRET_FILE ?? 'auto'),
+    cacheScope: overrides.cacheScope ?? (env.CACHE_SCOPE === 'public' ? 'public' : 'private'),
   }
 }

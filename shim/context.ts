@@ -3,7 +3,10 @@
  * release, the static cache. A poller swaps to a new release when `current` changes; the old
  * database stays open for a grace period so requests in flight finish on it.
  */
+import { createTrustedProxies, type TrustedProxies } from './client-ip.ts'
 import type { ShimOptions } from './config.ts'
+import { defaultSecretFile, openDownloadCounter, type DownloadCounter } from './download-counter.ts'
+import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.ts'
 import { openRelease, resolveLiveRelease, type Release } from './release.ts'
 import { createStaticCache, type StaticCache } from './static-cache.ts'
 
@@ -12,6 +15,11 @@ export interface ShimContext {
   options: ShimOptions
   release: Release
   cache: StaticCache
+  limiter: RateLimiter
+  trustedProxies: TrustedProxies
+  downloads: DownloadCounter
+  /** The clock (injectable in tests). */
+  now: () => number
   /** Checks `current` now and swaps if it moved; resolves true when it swapped. */
   reload(): Promise<boolean>
   close(): Promise<void>
@@ -19,15 +27,32 @@ export interface ShimContext {
 
 const GRACE_MS = 30_000
 
+/** Injectable parts of the context (tests). */
+export interface ShimDependencies {
+  now?: () => number
+  limiter?: RateLimiter
+}
+
 /** Creates the context and starts the release poller. */
-export async function createShimContext(options: ShimOptions): Promise<ShimContext> {
+export async function createShimContext(options: ShimOptions, deps: ShimDependencies = {}): Promise<ShimContext> {
+  const now = deps.now ?? Date.now
   const cache = createStaticCache(options.cacheBytes)
+  const trustedProxies = createTrustedProxies(options.trustedProxies)
+  const downloads = await openDownloadCounter({
+    file: options.countersFile,
+    secretFile: options.downloadSecretFile === 'auto' ? defaultSecretFile(options.countersFile) : options.downloadSecretFile,
+    now,
+  })
   const timers = new Set<NodeJS.Timeout>()
   let swapping: Promise<boolean> | null = null
   const ctx: ShimContext = {
     options,
     release: await openRelease(options.distDir),
     cache,
+    limiter: deps.limiter ?? createMemoryRateLimiter(options.rateLimit, options.rateWindowSeconds, now),
+    trustedProxies,
+    downloads,
+    now,
     reload() {
       swapping ??= (async () => {
         try {
@@ -52,6 +77,7 @@ export async function createShimContext(options: ShimOptions): Promise<ShimConte
     async close() {
       clearInterval(poller)
       for (const t of timers) clearTimeout(t)
+      await downloads.close()
       await ctx.release.db.close()
     },
   }

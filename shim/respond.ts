@@ -16,13 +16,15 @@ export interface RequestState {
   requestId: string
   /** Rate-limit headers computed for this request (set by the limiter). */
   rateHeaders: Record<string, string>
+  /** The client's key (IPv4, or IPv6 /64), set once resolved. */
+  clientKey: string
 }
 
 /** State of the request, created on first use. */
 export function getRequestState(event: H3Event): RequestState {
   let state = event.context.catalog as RequestState | undefined
   if (!state) {
-    state = { requestId: randomUUID(), rateHeaders: {} }
+    state = { requestId: randomUUID(), rateHeaders: {}, clientKey: '' }
     event.context.catalog = state
   }
   return state
