@@ -13,7 +13,8 @@ function intParam(min: number, max: number, fallback: number): z.ZodType<number>
     .regex(/^\d{1,9}$/, 'must be an integer')
     .transform(Number)
     .pipe(z.int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
-    .default(String(fallback) as never)
+    // prefault, not default: zod 4 returns a default as the output unparsed (the string '20').
+    .prefault(String(fallback))
     .meta({ description: `Integer from ${min} to ${max}; default ${fallback}.` }) as unknown as z.ZodType<number>
 }
 
@@ -22,7 +23,7 @@ function boolParam(fallback: boolean): z.ZodType<boolean> {
   return z
     .enum(['true', 'false', '1', '0'], { error: 'must be true or false' })
     .transform((v) => v === 'true' || v === '1')
-    .default((fallback ? 'true' : 'false') as never)
+    .prefault(fallback ? 'true' : 'false')
     .meta({ description: `true or false; default ${fallback}.` }) as unknown as z.ZodType<boolean>
 }
 
