@@ -125,7 +125,7 @@ export const versionFileUpdateQuerySchema = z.object({ algorithm: algorithmParam
 export const usersQuerySchema = z.object({ ids: listParam(token, 50) })
 
 /** GET /categories. */
-export const categoriesQuerySchema = z.object({ type: z.string().max(32).optional() })
+export const categoriesQuerySchema = z.object({ type: z.enum(projectTypes, { error: `must be one of ${projectTypes.join(', ')}` }).optional() })
 
 /** GET /{game}/versions. */
 export const gameVersionsQuerySchema = z.object({ snapshots: boolParam(false) })
