@@ -1,5 +1,24 @@
-/** Routes of downloads (see SPEC.md §4). */
-import type { Route } from './index.ts'
+/**
+ * Route of downloads (SPEC.md §4 "Files and hash lookup"): a 302 to the immutable, content-addressed
+ * file object (DESIGN "Download redirect"), served by the shim under /objects or by a configured
+ * files base URL. The redirect itself is never cached: it is the request that will be counted.
+ */
+import { notFound } from '../errors.ts'
+import type { Route, RouteInput } from './index.ts'
+
+/** GET/HEAD /files/{id}/download: 302 to `<filesBaseUrl>/<sha256>/<filename>`; 404 for an unknown or invisible file. */
+async function handleDownload(input: RouteInput): Promise<void> {
+  const { ctx, event, params } = input
+  // The catalog holds only files of visible versions of visible projects, so absent = not public.
+  const file = await ctx.release.db.get<{ sha256: string; filename: string }>(`SELECT sha256, filename FROM files WHERE id = ?`, [params.id!])
+  if (!file) throw notFound(`File ${JSON.stringify(params.id)}`)
+  const res = event.node.res
+  res.statusCode = 302
+  res.setHeader('Location', `${ctx.options.filesBaseUrl}/${file.sha256}/${encodeURIComponent(file.filename)}`)
+  res.setHeader('Cache-Control', 'no-store')
+  res.setHeader('Content-Length', 0)
+  res.end()
+}
 
 /** The downloads routes. */
-export const downloadsRoutes: Route[] = []
+export const downloadsRoutes: Route[] = [{ pattern: ['files', ':id', 'download'], handler: handleDownload }]
