@@ -1,0 +1,329 @@
+/**
+ * Issue "Version files": hash lookups (single and bulk), update matching (single and bulk agree on
+ * every input) and the download redirect, through the real shim. The oracle is built from the full
+ * versions lists the server returns (files carry their hashes) and from the sample data's blobs.
+ */
+import { createHash } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, versionsByHashSchema, type Version } from '../build/schema/api.ts'
+import { json, startServer, type TestServer } from './harness.ts'
+
+interface SourceFile {
+  id: string
+  path?: string
+  sha256?: string
+  sha1?: string
+}
+interface SourceVersionRecord {
+  id: string
+  status: string
+  files: SourceFile[]
+}
+interface SourceProjectRecord {
+  id: string
+  slug: string
+  status: string
+}
+interface Filters {
+  channel?: string[]
+  gameVersion?: string[]
+  platform?: string[]
+}
+
+const projects = readdirSync('data/projects').map((folder) => ({
+  folder,
+  project: JSON.parse(readFileSync(path.join('data/projects', folder, 'project.json'), 'utf8')) as SourceProjectRecord,
+}))
+
+/** Files of hidden versions (non-published versions, and every version of a hidden project), with their hashes. */
+function readHiddenFiles(): { id: string; sha256: string; sha1: string | null }[] {
+  const out: { id: string; sha256: string; sha1: string | null }[] = []
+  for (const { folder, project } of projects) {
+    const dir = path.join('data/projects', folder, 'versions')
+    if (!existsSync(dir)) continue
+    for (const name of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
+      const version = JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as SourceVersionRecord
+      if (project.status === 'published' && version.status === 'published') continue
+      for (const f of version.files) {
+        if (f.path) {
+          const bytes = readFileSync(path.join(dir, f.path))
+          out.push({ id: f.id, sha256: createHash('sha256').update(bytes).digest('hex'), sha1: createHash('sha1').update(bytes).digest('hex') })
+        } else out.push({ id: f.id, sha256: f.sha256!, sha1: f.sha1 ?? null })
+      }
+    }
+  }
+  return out
+}
+
+const byHashSchema = dataEnvelope(versionsByHashSchema)
+const singleSchema = dataEnvelope(versionSchema)
+
+let server: TestServer
+/** Every visible project's versions, newest first, as the server lists them. */
+const lists = new Map<string, Version[]>()
+/** Every hash of a visible file → the versions containing it, newest first. */
+const byHash = new Map<string, Version[]>()
+let hiddenHashes: string[] = []
+
+async function inBatches<T, R>(items: readonly T[], size: number, run: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = []
+  for (let i = 0; i < items.length; i += size) out.push(...(await Promise.all(items.slice(i, i + size).map(run))))
+  return out
+}
+
+function matchesFilters(v: Version, f: Filters): boolean {
+  return (
+    (!f.channel || f.channel.includes(v.channel)) &&
+    (!f.gameVersion || v.gameVersions.some((g) => f.gameVersion!.includes(g))) &&
+    (!f.platform || v.platforms.some((p) => f.platform!.includes(p)))
+  )
+}
+
+/** The oracle of update matching: the newest version of the file's project matching every filter. */
+function expectedUpdate(hash: string, f: Filters): Version | undefined {
+  const owner = byHash.get(hash)![0]!
+  return lists.get(owner.projectId)!.find((v) => matchesFilters(v, f))
+}
+
+async function expect422(url: string, param: string): Promise<void> {
+  const res = await server.get(url)
+  expect(res.status, url).toBe(422)
+  const body = errorSchema.parse(await json(res))
+  expect(body.error.code).toBe('validation_failed')
+  expect(body.error.details?.some((d) => d.path === param || d.path.startsWith(`${param}[`)), `${url} names ${param}`).toBe(true)
+}
+
+beforeAll(async () => {
+  server = await startServer(inject('distDir'))
+  for (const { project } of projects.filter((p) => p.project.status === 'published')) {
+    const res = await server.get(`/projects/${project.id}/versions?limit=100`)
+    const body = pageEnvelope(versionSchema).parse(await json(res))
+    expect(body.meta.total).toBeLessThanOrEqual(100)
+    lists.set(project.id, body.data)
+    for (const v of body.data) {
+      for (const f of v.files) {
+        for (const h of [f.sha256, f.sha1]) {
+          if (!h) continue
+          const list = byHash.get(h) ?? []
+          if (!list.includes(v)) list.push(v)
+          byHash.set(h, list)
+        }
+      }
+    }
+  }
+  hiddenHashes = readHiddenFiles()
+    .flatMap((f) => [f.sha256, f.sha1 ?? ''])
+    .filter((h) => h !== '' && !byHash.has(h))
+})
+afterAll(async () => {
+  expect(server.serverErrors()).toBe(0)
+  await server.close()
+})
+
+describe('GET /version-files/{hash}', () => {
+  it('resolves every SHA-1 and SHA-256, in lower and upper case, to the newest version containing the file', async () => {
+    const hashes = [...byHash.keys()]
+    expect(hashes.filter((h) => h.length === 40).length).toBeGreaterThan(200)
+    await inBatches(hashes, 40, async (hash) => {
+      const lower = await server.get(`/version-files/${hash}`)
+      expect(lower.status, hash).toBe(200)
+      const text = await lower.text()
+      expect(singleSchema.parse(JSON.parse(text)).data.id, hash).toBe(byHash.get(hash)![0]!.id)
+      for (const url of [`/version-files/${hash.toUpperCase()}`, `/version-files/${hash}?algorithm=${hash.length === 40 ? 'sha1' : 'sha256'}`]) {
+        const res = await server.get(url)
+        expect(res.status, url).toBe(200)
+        expect(await res.text(), url).toBe(text)
+      }
+    })
+  })
+
+  it('resolves a blob shared by two versions of a project to the newer one', async () => {
+    const shared = [...byHash.entries()].filter(([, versions]) => versions.length > 1)
+    expect(shared.length).toBeGreaterThan(0)
+    for (const [hash, [newer, older]] of shared) {
+      expect(newer!.projectId).toBe(older!.projectId)
+      expect(newer!.publishedAt! >= older!.publishedAt!).toBe(true)
+      const body = singleSchema.parse(await json(await server.get(`/version-files/${hash.toUpperCase()}`)))
+      expect(body.data.id).toBe(newer!.id)
+    }
+  })
+
+  it('404s for the file of a draft or withheld version and an unknown hash', async () => {
+    expect(hiddenHashes.length).toBeGreaterThan(4)
+    for (const hash of [...hiddenHashes, '0'.repeat(40), 'f'.repeat(64)]) {
+      for (const url of [`/version-files/${hash}`, `/version-files/${hash.toUpperCase()}`, `/version-files/${hash}/update`]) {
+        const res = await server.get(url)
+        expect(res.status, url).toBe(404)
+        expect(errorSchema.parse(await json(res)).error.code).toBe('not_found')
+      }
+    }
+  })
+
+  it('422s name the bad parameter: malformed hash, algorithm disagreeing with the length, unknown algorithm', async () => {
+    const sha256 = [...byHash.keys()].find((h) => h.length === 64)!
+    const sha1 = [...byHash.keys()].find((h) => h.length === 40)!
+    await expect422('/version-files/abc', 'hash')
+    await expect422(`/version-files/${sha1.slice(0, 39)}g`, 'hash')
+    await expect422(`/version-files/${sha256}0`, 'hash')
+    await expect422(`/version-files/${sha256}?algorithm=sha1`, 'hash')
+    await expect422(`/version-files/${sha1}?algorithm=sha256`, 'hash')
+    await expect422(`/version-files/${sha1}?algorithm=md5`, 'algorithm')
+    await expect422('/version-files/abc/update', 'hash')
+    await expect422(`/version-files/${sha256}/update?algorithm=sha1`, 'hash')
+    await expect422(`/version-files/${sha1}/update?channel=nightly`, 'channel')
+    await expect422(`/version-files/${sha1}/update?algorithm=md5`, 'algorithm')
+  })
+})
+
+describe('GET /version-files?hashes=', () => {
+  it('keys each version by the requested hash (lowercased), as the single lookup, unknown and hidden hashes left out', async () => {
+    const hashes = [...byHash.keys()]
+    for (let i = 0; i < hashes.length; i += 97) {
+      const chunk = hashes.slice(i, i + 97)
+      const asked = [...chunk.map((h, j) => (j % 2 === 0 ? h.toUpperCase() : h)), '1'.repeat(40), hiddenHashes[0]!]
+      const res = await server.get(`/version-files?hashes=${asked.join(',')}`)
+      expect(res.status).toBe(200)
+      const body = byHashSchema.parse(await json(res))
+      expect(Object.keys(body.data)).toEqual(chunk)
+      for (const h of chunk) expect(body.data[h]!.id, h).toBe(byHash.get(h)![0]!.id)
+    }
+    const one = hashes[0]!
+    const single = await (await server.get(`/version-files/${one}`)).text()
+    const bulk = await (await server.get(`/version-files?hashes=${encodeURIComponent(JSON.stringify([one, one.toUpperCase()]))}`)).text()
+    expect(bulk).toBe(`{"data":{"${one}":${single.slice('{"data":'.length, -1)}}}`)
+    expect(byHashSchema.parse(await json(await server.get(`/version-files?hashes=${'2'.repeat(64)}`))).data).toEqual({})
+  })
+
+  it('422s name the bad parameter', async () => {
+    const sha256 = [...byHash.keys()].find((h) => h.length === 64)!
+    for (const base of ['/version-files', '/version-files/update']) {
+      await expect422(base, 'hashes')
+      await expect422(`${base}?hashes=`, 'hashes')
+      await expect422(`${base}?hashes=${Array.from({ length: 101 }, (_, i) => i.toString(16).padStart(40, '0')).join(',')}`, 'hashes')
+      await expect422(`${base}?hashes=${sha256},xyz`, 'hashes')
+      await expect422(`${base}?hashes=${sha256}&algorithm=sha1`, 'hashes')
+      await expect422(`${base}?hashes=${sha256}&algorithm=md5`, 'algorithm')
+    }
+    await expect422(`/version-files/update?hashes=${sha256}&channel=nightly`, 'channel')
+  })
+})
+
+describe('update matching', () => {
+  const sodium = (): Version[] => [...lists.values()].find((l) => l[0]?.name.startsWith('Sodium '))!
+
+  it('finds the newest stable sodium for an older stable with gameVersion and loader filters', async () => {
+    const installed = sodium().find((v) => v.versionNumber === 'mc1.20.1-0.5.0')!
+    const hash = installed.files[0]!.sha256
+    const res = await server.get(`/version-files/${hash}/update?gameVersion=1.20.1&loader=fabric&channel=stable`)
+    expect(res.status).toBe(200)
+    const update = singleSchema.parse(await json(res)).data
+    expect(update.id).toBe(expectedUpdate(hash, { gameVersion: ['1.20.1'], platform: ['fabric'], channel: ['stable'] })!.id)
+    expect(update.id).not.toBe(installed.id)
+    expect(update.projectId).toBe(installed.projectId)
+    expect(update.gameVersions).toContain('1.20.1')
+    expect(update.publishedAt! > installed.publishedAt!).toBe(true)
+  })
+
+  it('channel=stable never returns a beta; the newest version returns itself; no match is 404 or left out', async () => {
+    const newest = sodium()[0]!
+    expect(newest.channel).not.toBe('stable')
+    const self = singleSchema.parse(await json(await server.get(`/version-files/${newest.files[0]!.sha1}/update`))).data
+    expect(self.id).toBe(newest.id)
+    const stable = singleSchema.parse(await json(await server.get(`/version-files/${newest.files[0]!.sha256}/update?channel=stable`))).data
+    expect(stable.channel).toBe('stable')
+    expect(stable.id).toBe(sodium().find((v) => v.channel === 'stable')!.id)
+    const none = await server.get(`/version-files/${newest.files[0]!.sha256}/update?gameVersion=0.0.1`)
+    expect(none.status).toBe(404)
+    expect(errorSchema.parse(await json(none)).error.code).toBe('not_found')
+    const bulk = byHashSchema.parse(await json(await server.get(`/version-files/update?hashes=${newest.files[0]!.sha256}&gameVersion=0.0.1`)))
+    expect(bulk.data).toEqual({})
+  })
+
+  it('single and bulk agree with each other and with the oracle for every hash and every filter combination', async () => {
+    const combos: { query: string; filters: Filters }[] = [
+      { query: '', filters: {} },
+      { query: 'channel=stable', filters: { channel: ['stable'] } },
+      { query: 'channel=beta,alpha', filters: { channel: ['beta', 'alpha'] } },
+      { query: 'gameVersion=1.20.1', filters: { gameVersion: ['1.20.1'] } },
+      { query: 'loader=fabric', filters: { platform: ['fabric'] } },
+      { query: 'platform=neoforge&channel=stable', filters: { platform: ['neoforge'], channel: ['stable'] } },
+      { query: 'gameVersion=["1.21","1.21.1"]&loader=fabric,quilt&channel=stable', filters: { gameVersion: ['1.21', '1.21.1'], platform: ['fabric', 'quilt'], channel: ['stable'] } },
+      { query: 'gameVersion=0.0.1', filters: { gameVersion: ['0.0.1'] } },
+    ]
+    const hashes = [...byHash.keys()]
+    let found = 0
+    let missing = 0
+    for (const combo of combos) {
+      const bulk: Record<string, Version> = {}
+      for (let i = 0; i < hashes.length; i += 100) {
+        const res = await server.get(`/version-files/update?hashes=${hashes.slice(i, i + 100).join(',')}&${combo.query}`)
+        expect(res.status, combo.query).toBe(200)
+        Object.assign(bulk, byHashSchema.parse(await json(res)).data)
+      }
+      await inBatches(hashes, 40, async (hash) => {
+        const expected = expectedUpdate(hash, combo.filters)
+        const res = await server.get(`/version-files/${hash}/update?${combo.query}`)
+        const label = `${hash} ${combo.query}`
+        if (!expected) {
+          missing++
+          expect(res.status, label).toBe(404)
+          await res.arrayBuffer()
+          expect(bulk[hash], label).toBeUndefined()
+          return
+        }
+        found++
+        expect(res.status, label).toBe(200)
+        const single = singleSchema.parse(await json(res)).data
+        expect(single.id, label).toBe(expected.id)
+        expect(single.projectId, label).toBe(byHash.get(hash)![0]!.projectId)
+        expect(matchesFilters(single, combo.filters), label).toBe(true)
+        expect(bulk[hash], label).toEqual(single)
+      })
+      expect(Object.keys(bulk).length).toBe(hashes.filter((h) => expectedUpdate(h, combo.filters)).length)
+    }
+    expect(found).toBeGreaterThan(1000)
+    expect(missing).toBeGreaterThan(500)
+  })
+})
+
+describe('GET /files/{id}/download', () => {
+  it('redirects (302, no-store, empty body) to the content-addressed object, which has the exact bytes', async () => {
+    const files = [...lists.values()].flatMap((l) => l.flatMap((v) => v.files))
+    expect(files.length).toBeGreaterThan(100)
+    await inBatches(files, 20, async (file) => {
+      const url = `/files/${file.id}/download`
+      const res = await server.get(url)
+      expect(res.status, url).toBe(302)
+      expect(res.headers.get('cache-control')).toBe('no-store')
+      expect(res.headers.get('access-control-allow-origin')).toBe('*')
+      expect(res.headers.get('x-ratelimit-limit')).not.toBeNull()
+      expect(await res.text()).toBe('')
+      const location = res.headers.get('location')!
+      expect(location).toBe(`/objects/${file.sha256}/${encodeURIComponent(file.filename)}`)
+      const head = await server.get(url, { method: 'HEAD' })
+      expect(head.status).toBe(302)
+      expect(head.headers.get('location')).toBe(location)
+      expect(head.headers.get('cache-control')).toBe('no-store')
+      const object = await server.get(new URL(location, server.origin).href)
+      expect(object.status, location).toBe(200)
+      const bytes = Buffer.from(await object.arrayBuffer())
+      expect(bytes.length).toBe(file.size)
+      expect(createHash('sha256').update(bytes).digest('hex')).toBe(file.sha256)
+    })
+  })
+
+  it('404s for an unknown file and a file of a hidden version', async () => {
+    const hidden = readHiddenFiles().filter((f) => !byHash.has(f.sha256))
+    expect(hidden.length).toBeGreaterThan(0)
+    for (const id of ['noSuchFile', ...hidden.map((f) => f.id)]) {
+      for (const method of ['GET', 'HEAD']) {
+        const res = await server.get(`/files/${id}/download`, { method })
+        expect(res.status, `${method} ${id}`).toBe(404)
+        expect(res.headers.get('location')).toBeNull()
+        if (method === 'GET') expect(errorSchema.parse(await json(res)).error.code).toBe('not_found')
+      }
+    }
+  })
+})
