@@ -1,9 +1,10 @@
 /**
- * Pre-renders the catalog-wide files: reference data, statistics, the default first page of
- * /projects, and the content-addressed file objects.
+ * Pre-renders the catalog-wide files: reference data, statistics, the OpenAPI document, the default
+ * first page of /projects, and the content-addressed file objects.
  */
 import path from 'node:path'
 import type { Db } from '../db/sqlite.ts'
+import { createOpenApiDocument } from '../openapi.ts'
 import { renderBody, renderPageMeta, renderRawListBody } from '../render/body.ts'
 import { renderStatistics } from '../render/resources.ts'
 import type { ReleaseWriter } from '../release/writer.ts'
@@ -26,6 +27,8 @@ export async function writeSiteFiles(db: Db, writer: ReleaseWriter): Promise<voi
   writer.write([apiFile(`/${game}/versions`)], renderRawListBody(await reference('game-version', `AND filter = 'release'`)).bytes)
   const totals = (await db.get<{ projects: number; versions: number; files: number; authors: number; downloads: number }>(statisticsSql))!
   writer.write([apiFile('/statistics')], renderBody(renderStatistics(totals)).bytes)
+  // The document is the body itself, not wrapped in { data }.
+  writer.write([apiFile('/openapi.json')], Buffer.from(JSON.stringify(createOpenApiDocument(game))))
   const top = await db.all<{ json: string }>(`SELECT summary_json AS json FROM projects ORDER BY downloads DESC, id LIMIT ${DEFAULT_LIMIT}`)
   const meta = renderPageMeta(1, DEFAULT_LIMIT, totals.projects)
   writer.write([apiFile('/projects'), apiFile('/search')], renderRawListBody(top.map((r) => r.json), meta).bytes)
