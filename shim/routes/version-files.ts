@@ -25,7 +25,7 @@ import type { Route, RouteInput } from './index.ts'
  * Serialises VersionsByHash `{ data: { <hash>: <Version>, ... } }` from stored Version JSON, so the
  * versions are the same bytes as everywhere else (no re-serialising). Hashes are lowercase hex.
  */
-export function renderVersionsByHashBody(matches: readonly HashMatch[]): Body {
+function renderVersionsByHashBody(matches: readonly HashMatch[]): Body {
   const entries = matches.map((m) => `${JSON.stringify(m.hash)}:${m.json}`)
   return createBody(Buffer.from(`{"data":{${entries.join(',')}}}`))
 }

@@ -19,7 +19,7 @@ import type { Route, RouteInput } from './index.ts'
  * Stored Version JSON without its changelog (includeChangelog=false). Parsing through the schema
  * keeps the field order of the stored rendering, so every other byte stays the same.
  */
-export function renderWithoutChangelogs(items: readonly string[]): string[] {
+function renderWithoutChangelogs(items: readonly string[]): string[] {
   return items.map((json) => JSON.stringify(omitChangelog(versionSchema.parse(JSON.parse(json)))))
 }
 
