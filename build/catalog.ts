@@ -72,7 +72,7 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
   `)
   await db.exec(versionIndexes)
   if (ctx.options.countersFile && existsSync(ctx.options.countersFile)) {
-    await db.run(`ATTACH DATABASE ? AS counters`, [`file:${ctx.options.countersFile}?mode=ro`])
+    await db.run(`ATTACH DATABASE ? AS counters`, [ctx.options.countersFile])
     await db.exec(`
       UPDATE files SET downloads = c.n FROM counters.file_downloads c WHERE c.file_id = files.id;
       UPDATE versions SET downloads = downloads + s.n

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { toNodeListener } from 'h3'
 import { createShimApp } from '../shim/app.ts'
 import { resolveShimOptions, type ShimOptions } from '../shim/config.ts'
-import { createShimContext, type ShimContext } from '../shim/context.ts'
+import { createShimContext, type ShimContext, type ShimDependencies } from '../shim/context.ts'
 import { configureServer } from '../shim/server.ts'
 
 /** A running shim. */
@@ -24,9 +24,9 @@ export interface TestServer {
 }
 
 /** Starts the shim over distDir on an ephemeral port. */
-export async function startServer(distDir: string, overrides: Partial<ShimOptions> = {}): Promise<TestServer> {
+export async function startServer(distDir: string, overrides: Partial<ShimOptions> = {}, deps: ShimDependencies = {}): Promise<TestServer> {
   const options = resolveShimOptions({ host: '127.0.0.1', port: 0, distDir, releasePollMs: 0, rateLimit: 1_000_000, ...overrides }, {})
-  const ctx = await createShimContext(options)
+  const ctx = await createShimContext(options, deps)
   const listener = toNodeListener(createShimApp(ctx))
   let errors = 0
   const server = createServer((req, res) => {
