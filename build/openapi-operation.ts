@@ -32,16 +32,34 @@ const paramDocs: Record<string, string> = {
   snapshots: 'true lists every game version (snapshots, betas, alphas); false only releases.',
 }
 
+/** Realistic values of the list parameters (the schemas' own examples are placeholders). */
+const paramExamples: Record<string, unknown> = {
+  hashes: [ex.file.sha1, ex.file.sha256],
+  category: ['optimization'],
+  gameVersion: ['1.20.4', '1.21.1'],
+  platform: ['fabric'],
+  tag: ['performance'],
+  channel: ['stable', 'beta'],
+}
+
+/** Meaning and example of `ids`, which differ per endpoint. */
+export interface IdsDoc {
+  description: string
+  example: string[]
+}
+
 /** Query parameters of an endpoint, from its schema's input side (the raw strings of the query). */
-function renderQueryParameters(schema: z.ZodObject, idsDoc?: string): Json[] {
-  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' }) as { properties?: Record<string, Json>; required?: string[] }
+function renderQueryParameters(schema: z.ZodObject, ids?: IdsDoc): Json[] {
+  const json = renderInputSchema(schema) as { properties?: Record<string, Json>; required?: string[] }
   const params: Json[] = []
-  for (const [name, property] of Object.entries(json.properties ?? {})) {
+  for (const [name, { example: _placeholder, ...property }] of Object.entries(json.properties ?? {})) {
     const isList = query.listParamNames.has(name)
-    const docs = [name === 'ids' ? idsDoc : paramDocs[name], property.description].filter(Boolean)
+    const docs = [name === 'ids' ? ids?.description : paramDocs[name], property.description].filter(Boolean)
     const param: Json = { name, in: 'query', required: json.required?.includes(name) ?? false, description: docs.join(' '), schema: property }
-    // form/explode=false is OpenAPI's name for the comma form; the JSON array form is described above.
+    // form/explode=false is OpenAPI's name for the comma form; the schema's description adds the JSON array form.
     if (isList) Object.assign(param, { style: 'form', explode: false })
+    const example = name === 'ids' ? ids?.example : paramExamples[name]
+    if (example !== undefined) param.example = example
     params.push(param)
     for (const [alias, target] of Object.entries(query.paramAliases)) {
       if (target === name) params.push({ ...param, name: alias, required: false, description: `Alias of \`${name}\`. ${param.description as string}` })
@@ -50,11 +68,17 @@ function renderQueryParameters(schema: z.ZodObject, idsDoc?: string): Json[] {
   return params
 }
 
+/** JSON Schema of what a client sends for a parameter (the input side of its zod schema). */
+function renderInputSchema(schema: z.ZodType): Json {
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' })
+  return json
+}
+
 const pathParamDocs: Record<string, [string, Json]> = {
   idOrSlug: ['Project id, or slug (case-insensitive).', { type: 'string', example: 'lithium' }],
   version: ['Version id, or version number of the project.', { type: 'string', example: 'mc1.20.4-0.12.1' }],
-  id: ['Id.', { type: 'string', example: ex.version.id }],
-  hash: ['SHA-1 (40 hex) or SHA-256 (64 hex) of a published file, any case.', { ...z.toJSONSchema(query.hashParam, { io: 'input' }), $schema: undefined, example: ex.file.sha1 }],
+  id: ['Version id.', { type: 'string', example: ex.version.id }],
+  hash: ['SHA-1 (40 hex) or SHA-256 (64 hex) of a published file, any case.', { ...renderInputSchema(query.hashParam), example: ex.file.sha1 }],
   username: ['Username (case-insensitive) or user id.', { type: 'string', example: ex.profile.username }],
 }
 
@@ -65,7 +89,7 @@ export interface OperationSpec {
   summary: string
   body?: BodyName
   query?: z.ZodObject
-  idsDoc?: string
+  ids?: IdsDoc
   errors?: readonly ErrorStatus[]
 }
 
@@ -85,7 +109,7 @@ export function renderOperation(spec: OperationSpec): Json {
     const [description, schema] = pathParamDocs[name!]!
     return { name, in: 'path', required: true, description, schema }
   })
-  const parameters = [...pathParams, ...(spec.query ? renderQueryParameters(spec.query, spec.idsDoc) : []), { $ref: '#/components/parameters/If-None-Match' }]
+  const parameters = [...pathParams, ...(spec.query ? renderQueryParameters(spec.query, spec.ids) : []), { $ref: '#/components/parameters/If-None-Match' }]
   const ok = spec.body
     ? { description: 'OK', headers: successHeaders, content: { 'application/json': { schema: { $ref: `#/components/schemas/${spec.body}` }, example: bodies[spec.body].example } } }
     : { description: 'The OpenAPI 3.1 document itself (this document).', headers: successHeaders, content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'info', 'paths'] }, example: { openapi: '3.1.0', info: { title: 'Content catalog API', version: OPENAPI_DOCUMENT_VERSION }, paths: {} } } } }

@@ -15,22 +15,25 @@ type Json = Record<string, unknown>
 /** Every GET endpoint of SPEC.md §4 but the download; `game` is the catalog's game segment. */
 function listOperations(game: string): OperationSpec[] {
   const search = { tag: 'projects', body: 'ProjectSearchResponse', query: query.projectsQuerySchema, errors: [422] } as const
-  const idsDoc = 'Project ids or slugs to read in bulk: the answer lists them in the order asked, without `meta`, and every other parameter is ignored.'
+  const ids = {
+    description: 'Project ids or slugs (at most 50) to read in bulk: the answer lists them in the order asked, without `meta`, and every other parameter is ignored.',
+    example: ['sodium', 'lithium'],
+  }
   return [
-    { ...search, path: '/projects', summary: 'Search projects, or read projects in bulk with `ids`.', idsDoc },
-    { ...search, path: '/search', summary: 'Alias of GET /projects.', idsDoc },
+    { ...search, path: '/projects', summary: 'Search projects, or read projects in bulk with `ids`.', ids },
+    { ...search, path: '/search', summary: 'Alias of GET /projects.', ids },
     { path: '/projects/{idOrSlug}', tag: 'projects', summary: 'Read a project.', body: 'ProjectDetailResponse', errors: [404] },
     { path: '/projects/{idOrSlug}/dependencies', tag: 'projects', summary: 'Projects and versions the published versions depend on (required, optional, embedded).', body: 'DependenciesResponse', errors: [404] },
     { path: '/projects/{idOrSlug}/versions', tag: 'versions', summary: 'List the versions of a project, newest first.', body: 'VersionPageResponse', query: query.versionsListQuerySchema, errors: [404, 422] },
     { path: '/projects/{idOrSlug}/versions/{version}', tag: 'versions', summary: 'Read a version of a project.', body: 'VersionResponse', errors: [404] },
     { path: '/projects/{idOrSlug}/files', tag: 'files', summary: 'Files of the current version (or of every published version).', body: 'FileListResponse', query: query.filesQuerySchema, errors: [404, 422] },
-    { path: '/versions', tag: 'versions', summary: 'Read versions in bulk, in the order asked.', body: 'VersionListResponse', query: query.versionsBulkQuerySchema, idsDoc: 'Version ids (at most 100).', errors: [422] },
+    { path: '/versions', tag: 'versions', summary: 'Read versions in bulk, in the order asked.', body: 'VersionListResponse', query: query.versionsBulkQuerySchema, ids: { description: 'Version ids (at most 100).', example: ['eeVny0lO', 'rXBXquyQ'] }, errors: [422] },
     { path: '/versions/{id}', tag: 'versions', summary: 'Read a version by id.', body: 'VersionResponse', errors: [404] },
     { path: '/version-files', tag: 'files', summary: 'Identify installed files by hash.', body: 'VersionsByHashResponse', query: query.versionFilesQuerySchema, errors: [422] },
     { path: '/version-files/update', tag: 'files', summary: 'Newest compatible version of the project of each hash.', body: 'VersionsByHashResponse', query: query.versionFilesUpdateQuerySchema, errors: [422] },
     { path: '/version-files/{hash}', tag: 'files', summary: 'The version containing a file.', body: 'VersionResponse', query: query.versionFileQuerySchema, errors: [404, 422] },
     { path: '/version-files/{hash}/update', tag: 'files', summary: 'Newest published version of the same project matching the filters.', body: 'VersionResponse', query: query.versionFileUpdateQuerySchema, errors: [404, 422] },
-    { path: '/users', tag: 'users', summary: 'Read public profiles in bulk, in the order asked.', body: 'UserProfileListResponse', query: query.usersQuerySchema, idsDoc: 'User ids or usernames (case-insensitive), at most 50.', errors: [422] },
+    { path: '/users', tag: 'users', summary: 'Read public profiles in bulk, in the order asked.', body: 'UserProfileListResponse', query: query.usersQuerySchema, ids: { description: 'User ids or usernames (case-insensitive), at most 50.', example: ['lumenwright', 'pixelmoth'] }, errors: [422] },
     { path: '/users/{username}', tag: 'users', summary: 'Read a public profile.', body: 'UserProfileResponse', errors: [404] },
     { path: '/users/{username}/projects', tag: 'users', summary: 'All public projects of a user (owner or member), downloads descending; not paginated.', body: 'ProjectListResponse', errors: [404] },
     { path: '/categories', tag: 'reference', summary: 'Categories, optionally of one project type.', body: 'CategoryListResponse', query: query.categoriesQuerySchema, errors: [422] },

@@ -145,6 +145,7 @@ describe('the document', () => {
       const params = item.get.parameters.map(resolve) as Json[]
       for (const [, name] of template.matchAll(/\{(\w+)\}/g)) expect(params.some((p) => p.in === 'path' && p.name === name), `${template} ${name}`).toBe(true)
       for (const p of params.filter((p) => p.schema?.type === 'array')) expect([p.style, p.explode]).toEqual(['form', false])
+      for (const p of params.filter((p) => p.example !== undefined)) expect(validate(p.schema, p.example), `${template} ${p.name} example`).toBe('')
       if (params.some((p) => p.name === 'platform')) expect(params.some((p) => p.name === 'loader' && /alias of `platform`/i.test(p.description))).toBe(true)
     }
   })
