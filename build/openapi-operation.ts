@@ -103,6 +103,12 @@ const successHeaders = {
 
 const errorResponseNames: Record<ErrorStatus | 405 | 429, string> = { 404: 'NotFound', 405: 'MethodNotAllowed', 422: 'ValidationFailed', 429: 'RateLimited' }
 
+/** Body of GET /openapi.json: the document itself. */
+const documentMedia = {
+  schema: { type: 'object', required: ['openapi', 'info', 'paths'] },
+  example: { openapi: '3.1.0', info: { title: 'Content catalog API', version: OPENAPI_DOCUMENT_VERSION }, paths: {} },
+}
+
 /** The operation object of one endpoint. */
 export function renderOperation(spec: OperationSpec): Json {
   const pathParams = [...spec.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => {
@@ -110,9 +116,8 @@ export function renderOperation(spec: OperationSpec): Json {
     return { name, in: 'path', required: true, description, schema }
   })
   const parameters = [...pathParams, ...(spec.query ? renderQueryParameters(spec.query, spec.ids) : []), { $ref: '#/components/parameters/If-None-Match' }]
-  const ok = spec.body
-    ? { description: 'OK', headers: successHeaders, content: { 'application/json': { schema: { $ref: `#/components/schemas/${spec.body}` }, example: bodies[spec.body].example } } }
-    : { description: 'The OpenAPI 3.1 document itself (this document).', headers: successHeaders, content: { 'application/json': { schema: { type: 'object', required: ['openapi', 'info', 'paths'] }, example: { openapi: '3.1.0', info: { title: 'Content catalog API', version: OPENAPI_DOCUMENT_VERSION }, paths: {} } } } }
+  const media = spec.body ? { schema: { $ref: `#/components/schemas/${spec.body}` }, example: bodies[spec.body].example } : documentMedia
+  const ok = { description: spec.body ? 'OK' : 'This OpenAPI 3.1 document itself (not wrapped in `data`).', headers: successHeaders, content: { 'application/json': media } }
   const responses: Json = { 200: ok, 304: { $ref: '#/components/responses/NotModified' } }
   for (const status of [...(spec.errors ?? []), 405, 429] as const) responses[status] = { $ref: `#/components/responses/${errorResponseNames[status]}` }
   const operationId = `get${spec.path.replace(/\{(\w)/g, (_, c: string) => `By-${c}`).split(/[^A-Za-z0-9]+/).map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('')}`
