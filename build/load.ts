@@ -149,6 +149,7 @@ async function forEachRecord<S extends z.ZodType>(
   fn: (record: z.infer<S>, file: string) => Promise<void>,
 ): Promise<number> {
   let count = 0
+  let lastProgress = Date.now()
   const inFlight = new Set<Promise<void>>()
   const handle = async (file: string): Promise<void> => {
     let parsed: unknown
@@ -165,6 +166,10 @@ async function forEachRecord<S extends z.ZodType>(
     }
     count++
     await fn(result.data, file)
+    if (count % 1000 === 0 && Date.now() - lastProgress > 5000) {
+      lastProgress = Date.now()
+      ctx.options.log(`… loaded ${count} ${pattern} records`)
+    }
   }
   for await (const entry of fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true })) {
     const p = handle(String(entry)).finally(() => inFlight.delete(p))
