@@ -1,0 +1,149 @@
+/**
+ * `npm run bench`: static reads (shim vs nginx vs raw node), dynamic endpoints, memory and start-up
+ * of the shim against the catalog of --dist, written to bench/results/serve.{json,md,svg}; then the
+ * search benchmark (bench/search.ts) when it exists. All load is bounded in time and on 127.0.0.1.
+ */
+import { spawnSync } from 'node:child_process'
+import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { openDb } from '../build/db/sqlite.ts'
+import { shimDefaults } from '../shim/config.ts'
+import { createDynamicWorkloads } from './dynamic-urls.ts'
+import { runDynamic } from './dynamic.ts'
+import { checkGoals } from './goals.ts'
+import { readMachine, readVersions } from './machine.ts'
+import { resolveBenchOptions } from './options.ts'
+import { readMemoryMb } from './proc.ts'
+import { renderServeMarkdown } from './report-md.ts'
+import { renderServeSvg } from './report-svg.ts'
+import { serveResultsSchema, type Scenario, type ServeResults } from './results-schema.ts'
+import { ROOT, startNginx, startRaw, startShim, type ServerHandle, type ShimStart } from './servers.ts'
+import { measureStartup } from './startup.ts'
+import { createStaticWorkload } from './static-urls.ts'
+import { runStaticReads } from './static-reads.ts'
+import { verifySameAnswers } from './verify.ts'
+
+const options = resolveBenchOptions(process.argv.slice(2), process.env, ROOT)
+const log = (line: string): void => void process.stderr.write(`${line}\n`)
+const pointer = path.join(options.distDir, 'current')
+if (!existsSync(pointer)) throw new Error(`no release at ${pointer}: build one first (bench/README.md)`)
+const releaseDir = realpathSync(pointer)
+mkdirSync(options.workDir, { recursive: true })
+mkdirSync(options.outDir, { recursive: true })
+
+const running = new Set<ServerHandle>()
+const stopAll = async (): Promise<void> => {
+  for (const h of running) await h.stop()
+  running.clear()
+}
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stopAll().finally(() => process.exit(130)))
+const started = (h: ServerHandle): ServerHandle => (running.add(h), h)
+
+const catalog = await readCatalogCounts()
+log(`Catalog ${options.distDir} (release ${path.basename(releaseDir)}): ${catalog.projects} projects, ${catalog.versions} versions, ${catalog.files} files`)
+const cacheBytes = options.cacheBytes === '' ? shimDefaults.cacheBytes : Number(options.cacheBytes)
+const shimStart = (probePath: string, port: number): ShimStart => ({
+  distDir: options.distDir,
+  port,
+  workDir: options.workDir,
+  probePath,
+  env: options.cacheBytes === '' ? {} : { CACHE_BYTES: options.cacheBytes },
+  nodeArgs: options.shimNodeArgs,
+})
+
+log('Drawing the workloads...')
+const workload = await createStaticWorkload(releaseDir, options.workDir, options.requests, options.seed, options.zipfExponent)
+log(`  static: ${workload.requests} requests over ${workload.distinctUrls} distinct URLs (${(workload.distinctBytes / 2 ** 20).toFixed(1)} MB), top 1% of URLs = ${(100 * workload.top1PctShare).toFixed(0)}% of requests`)
+const dynamicWorkloads = options.only.has('dynamic') ? await createDynamicWorkloads(releaseDir, options.workDir, options.dynamicDistinct, options.seed, options.zipfExponent) : []
+
+const scenarios: Scenario[] = []
+let memory: ServeResults['memory'] = null
+const peakRss = new Map<number, number>()
+try {
+  const shim = started(await startShim(shimStart(workload.probePath, options.basePort)))
+  await new Promise((r) => setTimeout(r, 1000))
+  const rssAfterStart = readMemoryMb(shim.pid)?.rssMb ?? Number.NaN
+  log(`Shim up after ${Math.round(shim.startMs)} ms, RSS ${Math.round(rssAfterStart)} MB`)
+  if (options.only.has('static')) {
+    const nginx = started(await startNginx(options.basePort + 1, releaseDir, options.workDir, workload.probePath))
+    const raw = started(await startRaw(options.basePort + 2, workload.mapFile, workload.probePath))
+    const contenders = [
+      { handle: raw, listFile: workload.nodeListFile },
+      { handle: shim, listFile: workload.nodeListFile },
+      { handle: nginx, listFile: workload.nginxListFile },
+    ]
+    await verifySameAnswers(contenders.map((c) => ({ name: c.handle.name, port: c.handle.port, listFile: c.listFile })), workload.mapFile, 300)
+    log('Same bytes, Content-Type and 304s from all three servers.')
+    const common = { reps: options.reps, durationSeconds: options.durationSeconds, connections: options.connections, log, peakRss }
+    scenarios.push(...(await runStaticReads(contenders, { ...common, warmupSeconds: options.warmupSeconds, baseline: raw.name })))
+    for (const h of [nginx, raw]) {
+      await h.stop()
+      running.delete(h)
+    }
+  }
+  if (dynamicWorkloads.length > 0) {
+    scenarios.push(...(await runDynamic(shim, dynamicWorkloads, { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, log, peakRss })))
+  }
+  const end = readMemoryMb(shim.pid)
+  await stopAll()
+  if (options.only.has('memory')) {
+    log('Start-up:')
+    const startup = await measureStartup(shimStart(workload.probePath, options.basePort + 3), options.startups, log)
+    memory = {
+      startMs: startup.startMs,
+      rssAfterStartMb: Math.max(rssAfterStart, startup.rssAfterStartMb),
+      rssUnderLoadMaxMb: peakRss.get(shim.pid) ?? Number.NaN,
+      peakRssMb: end?.peakMb ?? Number.NaN,
+      cacheBytes,
+    }
+  }
+} finally {
+  await stopAll()
+}
+
+const results = serveResultsSchema.parse({
+  date: new Date().toISOString(),
+  catalog: { distDir: options.distDir, release: path.basename(releaseDir), ...catalog },
+  machine: readMachine(),
+  versions: readVersions(),
+  method: {
+    repetitions: options.reps,
+    durationSeconds: options.durationSeconds,
+    connections: options.connections,
+    wrkThreads: 1,
+    zipfExponent: options.zipfExponent,
+    notes: [
+      'wrk 1 thread, keep-alive, 127.0.0.1; client and server share the 2 cores, so CPU columns show who used what.',
+      'Every repetition runs each server once, order rotated; ratios are per repetition, then the median.',
+      'The shim runs as `npm run serve` does (vite-node shim/cli.ts, listhen) with RATE_LIMIT raised to 1e9: the limiter still runs on every request.',
+      `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; warmed by a ${options.warmupSeconds} s run per server before measuring.`,
+      'nginx: 1 worker, try_files $uri.json, open_file_cache, sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
+      `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency; the shim has no result cache, every request runs its SQLite query.`,
+    ],
+  },
+  staticWorkload: { requests: workload.requests, kinds: workload.kinds, distinctUrls: workload.distinctUrls, distinctBytes: workload.distinctBytes, top1PctShare: Math.round(workload.top1PctShare * 1000) / 1000 },
+  scenarios,
+  memory,
+  goals: checkGoals(scenarios, memory),
+})
+writeFileSync(path.join(options.outDir, 'serve.json'), JSON.stringify(results, null, 2) + '\n')
+writeFileSync(path.join(options.outDir, 'serve.md'), renderServeMarkdown(results))
+writeFileSync(path.join(options.outDir, 'serve.svg'), renderServeSvg(results))
+log(`Wrote ${path.relative(ROOT, options.outDir)}/serve.{json,md,svg}`)
+for (const g of results.goals) log(`  ${g.met ? 'met   ' : 'MISSED'} ${g.goal}: ${g.measured}`)
+
+if (options.only.has('search') && existsSync(path.join(ROOT, 'bench', 'search.ts'))) {
+  log('Running bench/search.ts...')
+  const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'vite-node', 'dist', 'cli.mjs'), 'bench/search.ts', '--', ...process.argv.slice(2)], { cwd: ROOT, stdio: 'inherit' })
+  if (res.status !== 0) process.exitCode = res.status ?? 1
+}
+
+async function readCatalogCounts(): Promise<{ projects: number; versions: number; files: number; users: number }> {
+  const db = await openDb(path.join(releaseDir, 'catalog.sqlite'), { readonly: true })
+  try {
+    const count = async (table: string): Promise<number> => (await db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`))!.n
+    return { projects: await count('projects'), versions: await count('versions'), files: await count('files'), users: await count('users') }
+  } finally {
+    await db.close()
+  }
+}

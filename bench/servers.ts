@@ -1,0 +1,146 @@
+/**
+ * Starts the three servers compared on the same files: the shim exactly as `npm run serve` starts
+ * it (vite-node shim/cli.ts, listhen), nginx with one worker over the same release tree, and the raw
+ * node:http server. Every server listens on 127.0.0.1 only and is stopped by the pid we started.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { listChildPids } from './proc.ts'
+
+/** The repository root (bench/..). */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const VITE_NODE = path.join(ROOT, 'node_modules', 'vite-node', 'dist', 'cli.mjs')
+
+/** A started server. */
+export interface ServerHandle {
+  name: string
+  port: number
+  /** The process that serves (for CPU and memory readings). */
+  pid: number
+  /** Milliseconds from spawn to the first 200 on the probe URL. */
+  startMs: number
+  stop(): Promise<void>
+}
+
+/** Options of the shim process. */
+export interface ShimStart {
+  distDir: string
+  port: number
+  workDir: string
+  probePath: string
+  /** Extra environment (CACHE_BYTES, ...). */
+  env?: Record<string, string>
+  /** Extra node flags (e.g. --cpu-prof). */
+  nodeArgs?: string[]
+}
+
+/** Starts the shim as `npm run serve` does, rate limit raised so the benchmark is not throttled. */
+export async function startShim(options: ShimStart): Promise<ServerHandle> {
+  mkdirSync(options.workDir, { recursive: true })
+  const env = {
+    ...process.env,
+    HOST: '127.0.0.1',
+    PORT: String(options.port),
+    DIST_DIR: options.distDir,
+    RATE_LIMIT: '1000000000',
+    // Never write beside a release we were only asked to read.
+    COUNTERS_FILE: path.join(options.workDir, `counters-${options.port}.sqlite`),
+    ...options.env,
+  }
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), VITE_NODE, 'shim/cli.ts'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] })
+  return await track('shim', child, options.port, options.probePath)
+}
+
+/** Starts the raw node:http server over a map of "url<TAB>file" lines. */
+export async function startRaw(port: number, mapFile: string, probePath: string): Promise<ServerHandle> {
+  const child = spawn(process.execPath, [VITE_NODE, 'bench/raw-server.ts', '--', String(port), mapFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
+  return await track('raw node', child, port, probePath)
+}
+
+/** Starts nginx (1 worker) serving `<release>/public` with /api/v1/x → x.json. */
+export async function startNginx(port: number, releaseDir: string, workDir: string, probePath: string): Promise<ServerHandle> {
+  const prefix = path.join(workDir, 'nginx')
+  mkdirSync(prefix, { recursive: true })
+  const conf = path.join(prefix, 'nginx.conf')
+  writeFileSync(conf, renderNginxConf(port, path.join(releaseDir, 'public'), prefix))
+  const child = spawn('nginx', ['-p', prefix, '-e', path.join(prefix, 'error.log'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const handle = await track('nginx', child, port, probePath)
+  const worker = listChildPids(child.pid!)[0]
+  if (!worker) throw new Error('nginx started without a worker process')
+  return { ...handle, pid: worker }
+}
+
+/** The nginx configuration: what an operator would write for this tree (open_file_cache on). */
+export function renderNginxConf(port: number, publicDir: string, prefix: string): string {
+  return `daemon off;
+worker_processes 1;
+pid ${prefix}/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 100000000;
+  keepalive_timeout 65s;
+  open_file_cache max=200000 inactive=60s;
+  open_file_cache_valid 60s;
+  types { }
+  default_type "application/json; charset=utf-8";
+  client_body_temp_path ${prefix}/client_body;
+  proxy_temp_path ${prefix}/proxy;
+  fastcgi_temp_path ${prefix}/fastcgi;
+  uwsgi_temp_path ${prefix}/uwsgi;
+  scgi_temp_path ${prefix}/scgi;
+  server {
+    listen 127.0.0.1:${port};
+    root ${publicDir};
+    location /api/v1/ {
+      try_files $uri.json =404;
+      add_header Access-Control-Allow-Origin "*";
+      add_header Cache-Control "public, max-age=60, stale-while-revalidate=600";
+    }
+  }
+}
+`
+}
+
+async function track(name: string, child: ChildProcess, port: number, probePath: string): Promise<ServerHandle> {
+  const started = performance.now()
+  let stderr = ''
+  let exited = false
+  child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)))
+  const closed = new Promise<void>((resolve) => child.on('exit', () => ((exited = true), resolve())))
+  const stop = async (): Promise<void> => {
+    if (!exited) child.kill('SIGTERM')
+    await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))])
+    if (!exited) child.kill('SIGKILL')
+  }
+  try {
+    await waitForOk(port, probePath, 180_000, () => exited)
+  } catch (err) {
+    await stop()
+    throw new Error(`${name} did not start: ${(err as Error).message}\n${stderr}`)
+  }
+  return { name, port, pid: child.pid!, startMs: performance.now() - started, stop }
+}
+
+/** Polls http://127.0.0.1:port/path until it answers 200 (bounded by timeoutMs). */
+export async function waitForOk(port: number, urlPath: string, timeoutMs: number, gone: () => boolean = () => false): Promise<void> {
+  const deadline = performance.now() + timeoutMs
+  let last = ''
+  while (performance.now() < deadline) {
+    if (gone()) throw new Error('process exited')
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}${urlPath}`, { signal: AbortSignal.timeout(2000) })
+      await res.arrayBuffer()
+      if (res.status === 200) return
+      last = `status ${res.status}`
+    } catch (err) {
+      last = (err as Error).message
+    }
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  throw new Error(`no 200 from ${urlPath} within ${timeoutMs} ms (${last})`)
+}
