@@ -9,7 +9,9 @@ import type { BuildContext, BuildOptions, Problem } from './context.ts'
 import { openDb } from './db/sqlite.ts'
 import { stagingIndexes, stagingSchema } from './db/schema.ts'
 import { loadSource } from './load.ts'
+import { resolveReleaseOptions, resolveSourceRevision } from './release/options.ts'
 import { abortRelease, prepareRelease, publishRelease, type ReleaseInfo } from './release/publish.ts'
+import { sealRelease } from './release/seal.ts'
 import { createReleaseWriter } from './release/writer.ts'
 import { writeProjectFiles } from './static/projects.ts'
 import { writeObjects, writeSiteFiles } from './static/site.ts'
@@ -49,8 +51,10 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     const settings = { baseUrl: options.baseUrl }
     const maps = await writeCatalog(ctx, db, settings)
     log(`Wrote the catalog database in ${secondsSince(started)}s`)
-    const writer = createReleaseWriter(pending.dir, (s) =>
-      log(`… ${s.files} files (${s.bodies} bodies, ${(s.bytes / 1e6).toFixed(0)} MB) after ${secondsSince(started)}s`),
+    const writer = createReleaseWriter(
+      pending.dir,
+      (s) => log(`… ${s.files} files (${s.bodies} bodies, ${(s.bytes / 1e6).toFixed(0)} MB) after ${secondsSince(started)}s`),
+      path.join(options.distDir, 'store'),
     )
     await writeSiteFiles(db, writer)
     await writeUserFiles(db, writer)
@@ -64,16 +68,23 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     rmSync(stagingFile, { force: true })
     const stats = writer.finish()
 
-    const release: ReleaseInfo = {
+    const release: ReleaseInfo = await sealRelease({
+      releaseDir: pending.dir,
+      previousDir: pending.previousDir,
       serial: pending.serial,
       id: pending.id,
-      createdAt: new Date().toISOString(),
-      sourceRevision: options.sourceRevision,
-      ...stats,
-    }
-    const releaseDir = publishRelease(options.distDir, pending, release, options.keepReleases)
+      sourceRevision: resolveSourceRevision(options.sourceRevision, options.dataDir),
+      stats,
+      options: resolveReleaseOptions(process.env),
+      log,
+    })
+    const releaseDir = publishRelease(options.distDir, pending, options.keepReleases)
     const seconds = Number(secondsSince(started))
-    log(`Rendered ${stats.files} files (${stats.bodies} bodies, ${(stats.bytes / 1e6).toFixed(1)} MB) in ${seconds}s → release ${release.id}`)
+    const c = release.changes
+    log(
+      `Rendered ${stats.files} files (${stats.bodies} bodies, ${(stats.bytes / 1e6).toFixed(1)} MB; ${stats.written} bodies written) in ${seconds}s → release ${release.id}: ` +
+        `${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`,
+    )
     return { ok: true, release, releaseDir, seconds }
   } catch (err) {
     await staging.close().catch(() => {})

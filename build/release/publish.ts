@@ -4,8 +4,9 @@
  * never see a missing or half-written tree. A killed build leaves only a temp folder, which the
  * next build removes; the live release is never touched.
  */
-import { existsSync, fsyncSync, openSync, closeSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync, mkdirSync, readlinkSync } from 'node:fs'
+import { existsSync, fsyncSync, openSync, closeSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, mkdirSync, readlinkSync } from 'node:fs'
 import path from 'node:path'
+import type { Pointer } from './formats.ts'
 
 /** A release being built. */
 export interface PendingRelease {
@@ -17,16 +18,8 @@ export interface PendingRelease {
   previousDir: string | null
 }
 
-/** Metadata of a release (`release.json`). */
-export interface ReleaseInfo {
-  serial: number
-  id: string
-  createdAt: string
-  sourceRevision: string | null
-  files: number
-  bodies: number
-  bytes: number
-}
+/** Metadata of a release (`release.json`, the same document as its `/mirror/pointer.json`). */
+export type ReleaseInfo = Pointer
 
 /** Folder the `current` pointer resolves to, or null before the first release. */
 export function resolveCurrentRelease(distDir: string): string | null {
@@ -56,9 +49,8 @@ export function prepareRelease(distDir: string): PendingRelease {
   return { serial, id, dir, previousDir: resolveCurrentRelease(distDir) }
 }
 
-/** Seals the release, makes it live atomically and prunes old releases; returns the live folder. */
-export function publishRelease(distDir: string, pending: PendingRelease, info: ReleaseInfo, keep: number): string {
-  writeFileSync(path.join(pending.dir, 'release.json'), JSON.stringify(info, null, 2) + '\n')
+/** Makes a sealed release live atomically, prunes old releases and the store; returns the live folder. */
+export function publishRelease(distDir: string, pending: PendingRelease, keep: number): string {
   const finalDir = path.join(distDir, 'releases', pending.id)
   renameSync(pending.dir, finalDir)
   fsyncDir(path.join(distDir, 'releases'))
@@ -68,6 +60,7 @@ export function publishRelease(distDir: string, pending: PendingRelease, info: R
   renameSync(tmpLink, path.join(distDir, 'current'))
   fsyncDir(distDir)
   pruneReleases(distDir, Math.max(2, keep))
+  pruneStore(path.join(distDir, 'store'))
   releaseLock(distDir)
   return finalDir
 }
@@ -86,6 +79,21 @@ function pruneReleases(distDir: string, keep: number): void {
   for (const name of serials.slice(keep)) {
     const dir = path.join(releases, name)
     if (dir !== live) rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * Removes store entries no kept release links to any more: the store holds one name of each body,
+ * so an inode with a single link is referenced by nothing else. One stat per stored body.
+ */
+function pruneStore(storeDir: string): void {
+  if (!existsSync(storeDir)) return
+  for (const prefix of readdirSync(storeDir)) {
+    const dir = path.join(storeDir, prefix)
+    for (const name of readdirSync(dir)) {
+      const file = path.join(dir, name)
+      if (statSync(file).nlink <= 1) unlinkSync(file)
+    }
   }
 }
 

@@ -1,0 +1,157 @@
+/**
+ * The manifest format, shared by the build and the mirror command. Every file of the served tree
+ * is one line `path\tsha256\tsize\n`; lines are spread over 256 shards by the first byte of the
+ * SHA-256 of the path and sorted within a shard (JS string order), so a shard's text, and hence its
+ * hash, depends only on its entries. Two releases are compared shard by shard (equal hashes: the
+ * shard is unchanged) with O(shard) memory even at millions of files.
+ */
+import { createHash } from 'node:crypto'
+import { gunzipSync } from 'node:zlib'
+import type { DiffCounts, ManifestEntry } from './formats.ts'
+
+/** Number of manifest shards. */
+export const SHARD_COUNT = 256
+
+/** Release-relative folder of the mirror documents (served as /mirror). */
+export const MIRROR_DIR = 'public/mirror'
+
+/** The two-hex-digit shard of a release-relative file name. */
+export function shardOf(name: string): string {
+  return createHash('sha256').update(name).digest('hex').slice(0, 2)
+}
+
+/** All shard names, 00 … ff. */
+export function listShards(): string[] {
+  return Array.from({ length: SHARD_COUNT }, (_, i) => i.toString(16).padStart(2, '0'))
+}
+
+/** SHA-256 (hex) of bytes or text. */
+export function hashBytes(bytes: Buffer | string): string {
+  return createHash('sha256').update(bytes).digest('hex')
+}
+
+/** The manifest line of an entry. */
+export function formatEntry(e: ManifestEntry): string {
+  return `${e.path}\t${e.sha256}\t${e.size}\n`
+}
+
+/** Parses one manifest line (without its newline); throws on a malformed line. */
+export function parseEntry(line: string): ManifestEntry {
+  const [p, sha256, size, extra] = line.split('\t')
+  if (!p || !sha256 || !/^[0-9a-f]{64}$/.test(sha256) || !size || !/^\d+$/.test(size) || extra !== undefined || !isSafeName(p)) {
+    throw new Error(`malformed manifest line: ${JSON.stringify(line.slice(0, 200))}`)
+  }
+  return { path: p, sha256, size: Number(size) }
+}
+
+/**
+ * Security: names come from a remote origin in the mirror; only plain relative names under
+ * `public/` are accepted, so no entry can write outside the release folder.
+ */
+export function isSafeName(name: string): boolean {
+  if (!name.startsWith('public/') || name.startsWith(`${MIRROR_DIR}/`)) return false
+  // eslint-disable-next-line no-control-regex
+  return name.split('/').every((s) => s !== '' && s !== '.' && s !== '..' && s.length <= 255 && !/[\\\x00-\x1f\x7f]/.test(s))
+}
+
+/** Sorted text of a shard from its lines (each ending in \n). */
+export function joinShard(lines: string[]): string {
+  return lines.sort().join('')
+}
+
+/** Entries of a shard's text. */
+export function parseShard(text: string): ManifestEntry[] {
+  if (text === '') return []
+  return text.replace(/\n$/, '').split('\n').map(parseEntry)
+}
+
+/** Entries of a gzip shard (or change) file's bytes. */
+export function readGzipText(bytes: Buffer): string {
+  return gunzipSync(bytes).toString('utf8')
+}
+
+/** Release-relative file of a shard. */
+export function shardFile(sha256: string): string {
+  return `${MIRROR_DIR}/manifest/shards/${sha256}.tsv.gz`
+}
+
+/** Release-relative file of a manifest index. */
+export function indexFile(id: string): string {
+  return `${MIRROR_DIR}/manifest/${id}.json`
+}
+
+/** Release-relative file of the change file of a serial. */
+export function changeFile(serial: number): string {
+  return `${MIRROR_DIR}/changes/${serial}.tsv.gz`
+}
+
+/** URL path of a release-relative file under `public/mirror` (e.g. `/mirror/pointer.json`). */
+export function mirrorUrl(name: string): string {
+  return name.slice('public'.length)
+}
+
+/**
+ * URL path a manifest file is served at: `public/api/v1/<p>.json` is the API path `/api/v1/<p>`
+ * (the static file of that URL), anything else under public/ is served as it is named.
+ */
+export function fileUrl(name: string): string {
+  let rest = name.slice('public/'.length)
+  if (rest.startsWith('api/v1/') && rest.endsWith('.json')) rest = rest.slice(0, -'.json'.length)
+  return '/' + rest.split('/').map(encodeURIComponent).join('/')
+}
+
+/** A change between two manifests: added/changed carry the new entry, removed only the name. */
+export type Change = { kind: 'A' | 'C'; entry: ManifestEntry } | { kind: 'R'; path: string }
+
+/** The change-file line of a change. */
+export function formatChange(c: Change): string {
+  return c.kind === 'R' ? `R\t${c.path}\n` : `${c.kind}\t${formatEntry(c.entry)}`
+}
+
+/** Parses a change file's text. */
+export function parseChanges(text: string): Change[] {
+  if (text === '') return []
+  return text.replace(/\n$/, '').split('\n').map((line) => {
+    const kind = line[0]
+    const rest = line.slice(2)
+    if (line[1] === '\t' && kind === 'R' && isSafeName(rest)) return { kind, path: rest }
+    if (line[1] === '\t' && (kind === 'A' || kind === 'C')) return { kind, entry: parseEntry(rest) }
+    throw new Error(`malformed change line: ${JSON.stringify(line.slice(0, 200))}`)
+  })
+}
+
+/** Compares two sorted entry lists of one shard; calls `emit` per change and returns the counts. */
+export function diffShard(before: ManifestEntry[], after: ManifestEntry[], emit: (c: Change) => void): DiffCounts {
+  const counts: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
+  let i = 0
+  let j = 0
+  while (i < before.length || j < after.length) {
+    const a = before[i]
+    const b = after[j]
+    if (b && (!a || b.path < a.path)) {
+      emit({ kind: 'A', entry: b })
+      counts.added++
+      j++
+    } else if (a && (!b || a.path < b.path)) {
+      emit({ kind: 'R', path: a.path })
+      counts.removed++
+      i++
+    } else {
+      if (a!.sha256 !== b!.sha256 || a!.size !== b!.size) {
+        emit({ kind: 'C', entry: b! })
+        counts.changed++
+      } else counts.unchanged++
+      i++
+      j++
+    }
+  }
+  return counts
+}
+
+/** Adds counts into a total. */
+export function addCounts(total: DiffCounts, more: DiffCounts): void {
+  total.added += more.added
+  total.changed += more.changed
+  total.removed += more.removed
+  total.unchanged += more.unchanged
+}

@@ -1,0 +1,35 @@
+/** Options of the release step (mirror documents, snapshot, archive) and the source revision. */
+import { execFileSync } from 'node:child_process'
+import { DEFAULT_FEED_RETENTION } from './feed.ts'
+
+/** What a release publishes beside the served tree. */
+export interface ReleaseOptions {
+  /** Write the offline SQLite snapshot (RELEASE_SNAPSHOT=0 skips it). */
+  snapshot: boolean
+  /** Write the tar.gz of the JSON tree (RELEASE_ARCHIVE=0 skips it). */
+  archive: boolean
+  /** Change files kept in the feed (FEED_RETENTION). */
+  feedRetention: number
+}
+
+/** Resolves release options from an environment map (README, "Mirrors and snapshots"). */
+export function resolveReleaseOptions(env: Record<string, string | undefined>): ReleaseOptions {
+  const retention = Number(env.FEED_RETENTION ?? DEFAULT_FEED_RETENTION)
+  return {
+    snapshot: env.RELEASE_SNAPSHOT !== '0',
+    archive: env.RELEASE_ARCHIVE !== '0',
+    feedRetention: Number.isInteger(retention) && retention > 0 ? retention : DEFAULT_FEED_RETENTION,
+  }
+}
+
+/** The given revision, else the git commit of the data folder, else null (not a git checkout). */
+export function resolveSourceRevision(given: string | null, dataDir: string): string | null {
+  if (given) return given
+  try {
+    const out = execFileSync('git', ['-C', dataDir, 'rev-parse', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'], timeout: 5000 })
+    const rev = out.toString().trim()
+    return /^[0-9a-f]{7,64}$/.test(rev) ? rev : null
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * Turns the writer's raw shards into the published manifest and the change file of this release:
+ * each shard is sorted, hashed and gzipped (a shard identical to the previous release's is linked,
+ * not rewritten), then compared with the previous release's shard to list what was added, changed
+ * and removed. One shard in memory at a time.
+ */
+import { createHash } from 'node:crypto'
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
+import path from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestEntry, type ManifestIndex, type ShardRef } from './formats.ts'
+import { addCounts, changeFile, diffShard, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, parseShard, readGzipText, shardFile } from './manifest.ts'
+import { linkOrCopy, RAW_SHARDS_DIR } from './writer.ts'
+
+/** What sealing the manifest produced. */
+export interface SealedManifest {
+  manifest: FileRef
+  /** The change file against the previous release (every file added when there is none). */
+  change: FileRef
+  counts: DiffCounts
+}
+
+/** Writes the manifest shards, index and change file of a release; removes the raw shards. */
+export function writeManifest(releaseDir: string, previousDir: string | null, release: { serial: number; id: string }): SealedManifest {
+  const previous = previousDir ? readIndex(previousDir) : null
+  mkdirSync(path.join(releaseDir, path.dirname(shardFile('x'))), { recursive: true })
+  mkdirSync(path.join(releaseDir, path.dirname(changeFile(1))), { recursive: true })
+  const changeName = changeFile(release.serial)
+  const changeFd = openSync(path.join(releaseDir, changeName), 'w')
+  const changeHash = createHash('sha256')
+  let changeSize = 0
+  const counts: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
+  const shards: ShardRef[] = []
+  let files = 0
+
+  for (const [i, shard] of listShards().entries()) {
+    const raw = path.join(releaseDir, RAW_SHARDS_DIR, `${shard}.tsv`)
+    const text = joinShard(splitLines(readFileSync(raw, 'utf8')))
+    const sha256 = hashBytes(text)
+    const entries = parseShard(text)
+    files += entries.length
+    const before = previous?.index.shards[i]
+    if (before && before.sha256 === sha256) {
+      counts.unchanged += entries.length
+      shards.push({ shard, sha256, files: entries.length, size: before.size })
+      linkOrCopy(path.join(previous!.dir, shardFile(sha256)), path.join(releaseDir, shardFile(sha256)))
+      continue
+    }
+    const gz = gzipSync(text)
+    writeFileSync(path.join(releaseDir, shardFile(sha256)), gz)
+    shards.push({ shard, sha256, files: entries.length, size: gz.length })
+    const old: ManifestEntry[] = before ? parseShard(readGzipText(readFileSync(path.join(previous!.dir, shardFile(before.sha256))))) : []
+    const lines: string[] = []
+    addCounts(counts, diffShard(old, entries, (c) => lines.push(formatChange(c))))
+    if (lines.length > 0) {
+      // Gzip members concatenated are one valid gzip stream: a shard's changes never wait in memory.
+      const changeText = lines.join('')
+      changeHash.update(changeText)
+      const member = gzipSync(changeText)
+      writeSync(changeFd, member)
+      changeSize += member.length
+    }
+  }
+  if (changeSize === 0) {
+    const empty = gzipSync('')
+    writeSync(changeFd, empty)
+    changeSize = empty.length
+  }
+  closeSync(changeFd)
+  rmSync(path.join(releaseDir, RAW_SHARDS_DIR), { recursive: true, force: true })
+
+  const index: ManifestIndex = { format: 1, serial: release.serial, id: release.id, files, shards }
+  const indexBytes = Buffer.from(JSON.stringify(index) + '\n')
+  writeFileSync(path.join(releaseDir, indexFile(release.id)), indexBytes)
+  return {
+    manifest: { path: mirrorUrl(indexFile(release.id)), sha256: hashBytes(indexBytes), size: indexBytes.length },
+    change: { path: mirrorUrl(changeName), sha256: changeHash.digest('hex'), size: changeSize },
+    counts,
+  }
+}
+
+/** The manifest index of a sealed release, or null for a release built before manifests existed. */
+function readIndex(releaseDir: string): { dir: string; index: ManifestIndex } | null {
+  const pointer = path.join(releaseDir, 'public/mirror/pointer.json')
+  if (!existsSync(pointer)) return null
+  const info = pointerSchema.safeParse(JSON.parse(readFileSync(pointer, 'utf8')))
+  if (!info.success) return null
+  const parsed = manifestIndexSchema.safeParse(JSON.parse(readFileSync(path.join(releaseDir, indexFile(info.data.id)), 'utf8')))
+  return parsed.success ? { dir: releaseDir, index: parsed.data } : null
+}
+
+function splitLines(text: string): string[] {
+  if (text === '') return []
+  return text.match(/[^\n]*\n/g) ?? []
+}
