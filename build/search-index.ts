@@ -1,27 +1,131 @@
 /**
- * The FTS5 index of visible projects. Columns are weighted at query time (shim/search); `joined`
- * holds the name and slug with separators removed so "nochatreports" finds "No Chat Reports".
+ * The search index of visible projects (queried by shim/search-*.ts):
+ * - search_docs: one row per project; `rank` is its position by `downloads DESC, id` and is also
+ *   its rowid in search_all, so FTS5's natural rowid order IS the download order (no sort needed
+ *   for relevance ties, sort=downloads or deep pages); the *_pos columns are its position in the
+ *   other sort orders.
+ * - search_all: a contentless FTS5 table (detail=none, small and fast to iterate) with one text
+ *   per project: every word of every field plain, plus marked tokens (build/search-text.ts MARK)
+ *   telling where a word came from (name, tags/author, summary), the joined and whole name, and
+ *   filter values, so filters, ranking stages and prefix matching are all FTS5 doclist operations.
+ * - search_vocab: fts5vocab over search_all (document frequency of every token).
+ * - search_typos: deletion keys of the name/tag/author vocabulary, for typo candidates.
  */
 import type { Db } from './db/sqlite.ts'
+import {
+  listDeletions,
+  MARK,
+  renderFacetToken,
+  renderWholeToken,
+  splitCamelCase,
+  stripMarkers,
+  tokenizeText,
+  TYPO_TERM_MAX,
+  TYPO_TERM_MIN,
+} from './search-text.ts'
 
-/** Column order of projects_fts; bm25 weights in the shim follow it. */
-export const searchColumns = ['name', 'slug', 'joined', 'summary', 'tags', 'author', 'description'] as const
+/** Sort keys as in shim/search.ts; positions here must order exactly as those ORDER BY clauses. */
+const positions = {
+  name_pos: 'p.name COLLATE NOCASE, p.id',
+  updated_pos: 'p.updated_at DESC, p.id',
+  newest_pos: 'p.published_at DESC, p.id',
+  favorites_pos: 'p.favorites DESC, p.id',
+} as const
 
-/** Creates and fills projects_fts from the projects table (rowid = projects.rowid). */
+const BATCH = 1000
+
+interface DocRow {
+  rank: number
+  name: string
+  slug: string
+  type: string
+  author_username: string
+  author_name: string | null
+  summary: string | null
+  description: string | null
+  tags: string | null
+  facets: string | null
+}
+
+/** Creates and fills the search tables from the projects table. */
 export async function createSearchIndex(db: Db): Promise<void> {
+  const posColumns = Object.keys(positions)
   await db.exec(`
-    CREATE VIRTUAL TABLE projects_fts USING fts5(
-      ${searchColumns.join(', ')},
-      content = '', tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
-    );
-    INSERT INTO projects_fts (rowid, ${searchColumns.join(', ')})
-      SELECT p.rowid, p.name, replace(replace(p.slug, '-', ' '), '_', ' '),
-        lower(replace(replace(replace(replace(replace(replace(p.name, ' ', ''), '-', ''), '_', ''), '''', ''), '.', ''), ':', '')) || ' ' || replace(replace(p.slug, '-', ''), '_', ''),
-        p.source_json->>'summary',
-        (SELECT group_concat(t.value, ' ') FROM json_each(p.source_json, '$.tags') t),
-        p.author_username || ' ' || (SELECT u.author_json->>'name' FROM users u WHERE u.id = p.author_id),
-        p.source_json->>'description'
-      FROM projects p;
-    INSERT INTO projects_fts (projects_fts) VALUES ('optimize');
+    CREATE TABLE search_docs (rank INTEGER PRIMARY KEY, project_rowid INTEGER NOT NULL, ${posColumns.map((c) => `${c} INTEGER NOT NULL`).join(', ')});
+    INSERT INTO search_docs
+      SELECT row_number() OVER (ORDER BY p.downloads DESC, p.id), p.rowid,
+        ${Object.values(positions).map((o) => `row_number() OVER (ORDER BY ${o})`).join(', ')}
+      FROM projects p ORDER BY 1;
+    ${posColumns.map((c) => `CREATE UNIQUE INDEX search_docs_${c} ON search_docs(${c});`).join('\n')}
+    CREATE VIRTUAL TABLE search_all USING fts5(body, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_all, row);
+    CREATE TEMP TABLE typo_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
+  `)
+  for (let after = 0; ; after += BATCH) {
+    const rows = await db.all<DocRow>(
+      `SELECT d.rank, p.name, p.slug, p.type, p.author_username, u.author_json->>'name' AS author_name,
+         p.source_json->>'summary' AS summary, p.source_json->>'description' AS description,
+         (SELECT group_concat(t.value, char(10)) FROM json_each(p.source_json, '$.tags') t) AS tags,
+         (SELECT group_concat(f.facet, char(10)) FROM project_facets f WHERE f.project_rowid = p.rowid) AS facets
+       FROM search_docs d JOIN projects p ON p.rowid = d.project_rowid LEFT JOIN users u ON u.id = p.author_id
+       WHERE d.rank > ? ORDER BY d.rank LIMIT ${BATCH}`,
+      [after],
+    )
+    if (rows.length === 0) break
+    const docs = rows.map((r) => renderDocument(r))
+    await db.run(`INSERT INTO search_all (rowid, body) SELECT j.value->>0, j.value->>1 FROM json_each(?) j`, [
+      JSON.stringify(docs.map((d, i) => [rows[i]!.rank, d.body])),
+    ])
+    const terms = docs.flatMap((d) => d.typoTerms)
+    await db.run(`INSERT OR IGNORE INTO typo_terms SELECT value FROM json_each(?)`, [JSON.stringify(terms)])
+  }
+  await db.exec(`INSERT INTO search_all (search_all) VALUES ('optimize')`)
+  await writeTypoKeys(db)
+}
+
+/** The indexed text of one project and the words it adds to the typo vocabulary. */
+function renderDocument(r: DocRow): { body: string; typoTerms: string[] } {
+  const nameWords = tokenizeText(r.name)
+  const slugWords = tokenizeText(r.slug)
+  const joinedName = nameWords.join('')
+  const joinedSlug = slugWords.join('')
+  const nameGroup = new Set([...nameWords, ...slugWords, ...splitCamelCase(r.name), joinedName, joinedSlug])
+  const tagWords = r.tags ? tokenizeText(r.tags) : []
+  const authorWords = tokenizeText(`${r.author_username} ${r.author_name ?? ''}`)
+  const metaGroup = new Set([...tagWords, ...authorWords, r.author_username.replace(/[^\p{L}\p{N}]/gu, '').toLowerCase()])
+  const summary = stripMarkers(r.summary ?? '')
+  const facets = (r.facets ?? '').split('\n').filter((f) => f !== '').map((f) => renderFacetToken(f[0]!, f.slice(2)))
+  facets.push(renderFacetToken('y', r.type), renderFacetToken('a', r.author_username))
+  const parts = [
+    // Plain words of every field: "anywhere" matching is one token per query word.
+    stripMarkers(`${r.name} ${r.slug} ${r.tags ?? ''} ${r.author_username} ${r.author_name ?? ''}`),
+    [...nameGroup, ...metaGroup].join(' '),
+    summary,
+    stripMarkers(r.description ?? ''),
+    [...nameGroup].map((w) => MARK.name + w).join(' '),
+    [...metaGroup].map((w) => MARK.meta + w).join(' '),
+    [...new Set(tokenizeText(summary))].map((w) => MARK.summary + w).join(' '),
+    `${MARK.joined}${joinedName} ${MARK.joined}${joinedSlug} ${renderWholeToken(nameWords)}`,
+    facets.join(' '),
+  ]
+  const typoTerms = [...nameGroup, ...metaGroup].filter((t) => t.length >= TYPO_TERM_MIN && t.length <= TYPO_TERM_MAX)
+  return { body: parts.join('\n'), typoTerms }
+}
+
+/** search_typos: each vocabulary term under itself and under every one-character deletion. */
+async function writeTypoKeys(db: Db): Promise<void> {
+  await db.exec(`CREATE TEMP TABLE typo_rows (key TEXT NOT NULL, term TEXT NOT NULL)`)
+  for (let after = ''; ; ) {
+    const terms = (await db.all<{ term: string }>(`SELECT term FROM typo_terms WHERE term > ? ORDER BY term LIMIT 5000`, [after])).map((r) => r.term)
+    if (terms.length === 0) break
+    after = terms[terms.length - 1]!
+    const rows = terms.flatMap((t) => [[t, t], ...listDeletions(t).map((k) => [k, t])])
+    await db.run(`INSERT INTO typo_rows SELECT j.value->>0, j.value->>1 FROM json_each(?) j`, [JSON.stringify(rows)])
+  }
+  await db.exec(`
+    CREATE TABLE search_typos (key TEXT NOT NULL, term TEXT NOT NULL, PRIMARY KEY (key, term)) WITHOUT ROWID;
+    INSERT INTO search_typos SELECT key, term FROM typo_rows GROUP BY key, term ORDER BY key, term;
+    DROP TABLE typo_rows;
+    DROP TABLE typo_terms;
   `)
 }

@@ -1,0 +1,102 @@
+/**
+ * FTS5 MATCH expressions over search_all (build/search-index.ts), built only from search tokens
+ * (letters and digits, so a quoted token cannot close its quotes), marker characters and hex facet
+ * tokens: user text never becomes FTS5 syntax.
+ */
+import { MARK, renderFacetToken, renderWholeToken } from '../build/search-text.ts'
+import type { ProjectsQuery } from './search.ts'
+import type { SearchPlan } from './search-plan.ts'
+
+type Group = 'name' | 'meta' | 'summary'
+
+const quote = (token: string): string => `"${token}"`
+const any = (parts: string[]): string => (parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`)
+const every = (parts: string[]): string => (parts.length === 1 ? parts[0]! : `(${parts.join(' AND ')})`)
+
+/** The filter part: any value of each list filter, different filters combined with AND; null without filters. */
+export function renderFilterExpression(query: ProjectsQuery): string | null {
+  const groups: string[] = []
+  const add = (kind: string, values: readonly string[] | undefined): void => {
+    if (values && values.length > 0) groups.push(any([...new Set(values)].map((v) => quote(renderFacetToken(kind, v)))))
+  }
+  add('y', query.type ? [query.type] : undefined)
+  add('c', query.category)
+  add('g', query.gameVersion)
+  add('p', query.platform)
+  add('t', query.tag)
+  // Usernames are stored lowercase; SQLite's lower() (used before) folds ASCII only, and so does this.
+  add('a', query.author !== undefined ? [query.author.replace(/[A-Z]/g, (c) => c.toLowerCase())] : undefined)
+  return groups.length > 0 ? every(groups) : null
+}
+
+/** Combines a text expression with the filter expression. */
+export function withFilter(text: string, filter: string | null): string {
+  return filter ? `${text} AND ${filter}` : text
+}
+
+/** Whether token i is the last one and matches as a prefix. */
+const isPrefix = (plan: SearchPlan, i: number): boolean => plan.prefix && i === plan.tokens.length - 1
+
+/** Token i in the given field groups (prefix forms for name and meta words when it is the one being typed). */
+function renderTokenIn(plan: SearchPlan, i: number, groups: Group[], typos: boolean): string {
+  const t = plan.tokens[i]!
+  const parts = groups.map((g) => quote(MARK[g] + t))
+  if (isPrefix(plan, i)) for (const g of groups) if (g !== 'summary') parts.push(`${quote(MARK[g] + t)}*`)
+  if (typos) for (const c of plan.typos.get(i) ?? []) for (const g of groups) if (g !== 'summary') parts.push(quote(MARK[g] + c))
+  return any(parts)
+}
+
+/** Token i anywhere: the plain word, or a name/meta word it is a prefix of, or a typo candidate. */
+function renderTokenAnywhere(plan: SearchPlan, i: number, typos: boolean): string {
+  const t = plan.tokens[i]!
+  const parts = [quote(t)]
+  if (isPrefix(plan, i)) parts.push(`${quote(MARK.name + t)}*`, `${quote(MARK.meta + t)}*`)
+  if (typos) for (const c of plan.typos.get(i) ?? []) parts.push(quote(MARK.name + c), quote(MARK.meta + c))
+  return any(parts)
+}
+
+/** The query's words joined (as typed, or with each corrected token replaced by its best candidate). */
+function joinTokens(plan: SearchPlan, corrected: boolean): string {
+  return plan.tokens.map((t, i) => (corrected ? (plan.typos.get(i)?.[0] ?? t) : t)).join('')
+}
+
+/** A joined-name token, as a prefix when the last token is being typed. */
+function renderJoined(plan: SearchPlan, corrected: boolean, prefix: boolean): string {
+  return `${quote(MARK.joined + joinTokens(plan, corrected))}${prefix ? '*' : ''}`
+}
+
+/**
+ * Everything the query matches: all tokens anywhere; or two adjacent tokens written as one word
+ * ("mod menu" finds "Modmenu"); or the tokens joined being (the start of) a whole name or slug.
+ */
+export function renderMatchAll(plan: SearchPlan, typos: boolean): string {
+  const n = plan.tokens.length
+  const alternatives = [every(plan.tokens.map((_, i) => renderTokenAnywhere(plan, i, typos)))]
+  if (n >= 2 && n <= 6) {
+    for (let m = 0; m < n - 1; m++) {
+      const merged = plan.tokens[m]! + plan.tokens[m + 1]!
+      const mergedPart = isPrefix(plan, m + 1) ? any([quote(merged), `${quote(MARK.name + merged)}*`]) : quote(merged)
+      const rest = plan.tokens.flatMap((_, i) => (i === m || i === m + 1 ? [] : [renderTokenAnywhere(plan, i, false)]))
+      alternatives.push(every([...rest, mergedPart]))
+    }
+  }
+  alternatives.push(renderJoined(plan, false, plan.prefix))
+  if (typos && plan.typos.size > 0) alternatives.push(renderJoined(plan, true, plan.prefix))
+  return any(alternatives)
+}
+
+/**
+ * The ranking stages, best first; each is a subset of renderMatchAll(plan, typos) so a result is
+ * listed once, in the first stage that has it. Exact name or slug; the query completes the whole
+ * name ("sod" → Sodium before Sodium Extra); the name starts with the query; every word in the
+ * name; in the name, tags or author; in those or the summary.
+ */
+export function renderStages(plan: SearchPlan, typos: boolean): string[] {
+  const words = plan.tokens.map((t, i) => (typos ? (plan.typos.get(i)?.[0] ?? t) : t))
+  const stages = [renderJoined(plan, typos, false)]
+  if (plan.prefix) stages.push(`${quote(renderWholeToken(words))}*`, renderJoined(plan, typos, true))
+  const all = (groups: Group[]): string => every(plan.tokens.map((_, i) => renderTokenIn(plan, i, groups, typos)))
+  stages.push(all(['name']), all(['name', 'meta']))
+  if (!typos) stages.push(all(['name', 'meta', 'summary']))
+  return stages
+}
