@@ -14,6 +14,7 @@ import { rateLimitHeaders } from './rate-limit.ts'
 import { parseRequestTarget, isSafePath } from './request-target.ts'
 import { ALLOWED_METHODS, getRequestState, sendBody, setCommonHeaders } from './respond.ts'
 import { matchRoute } from './routes/index.ts'
+import { sendMirrorFile } from './mirror-file.ts'
 
 /** Cache-Control of mutable JSON (short max-age, stale-while-revalidate with its delta). */
 export function mutableCacheControl(ctx: ShimContext): string {
@@ -43,6 +44,7 @@ async function handleRequest(ctx: ShimContext, event: H3Event): Promise<void> {
   const [first, second, ...rest] = target.segments
   if (!isSafePath(target.segments)) throw notFound('The resource')
   if (first === 'objects') return sendObject(ctx, event, target.segments.slice(1))
+  if (first === 'mirror') return sendMirrorFile(ctx, event, target.segments.slice(1))
   if (first !== 'api' || second !== 'v1') throw notFound(`The path /${target.segments.join('/')}`)
   if (target.search === '' && rest.length > 0) {
     const body = await ctx.cache.read(path.join(ctx.release.dir, apiFile(`/${rest.join('/')}`)))

@@ -32,6 +32,8 @@ export interface ShimOptions {
    * shared cache must not replay to other clients, so `private` by default (RELIABILITY C7).
    */
   cacheScope: 'private' | 'public'
+  /** Serve this offline snapshot (one SQLite file) instead of a release of distDir (SNAPSHOT). */
+  snapshotFile: string | null
 }
 
 /** Default shim options. */
@@ -60,6 +62,7 @@ export function resolveShimOptions(
   env: Record<string, string | undefined> = {},
 ): ShimOptions {
   const distDir = path.resolve(overrides.distDir ?? env.DIST_DIR ?? shimDefaults.distDir)
+  const snapshot = overrides.snapshotFile !== undefined ? overrides.snapshotFile : env.SNAPSHOT ? path.resolve(env.SNAPSHOT) : null
   return {
     host: overrides.host ?? env.HOST ?? shimDefaults.host,
     port: overrides.port ?? int(env.PORT, shimDefaults.port, 'PORT'),
@@ -72,8 +75,9 @@ export function resolveShimOptions(
     maxAge: overrides.maxAge ?? int(env.MAX_AGE, shimDefaults.maxAge, 'MAX_AGE'),
     staleWhileRevalidate: overrides.staleWhileRevalidate ?? int(env.STALE_WHILE_REVALIDATE, shimDefaults.staleWhileRevalidate, 'STALE_WHILE_REVALIDATE'),
     filesBaseUrl: (overrides.filesBaseUrl ?? env.FILES_BASE_URL ?? '/objects').replace(/\/+$/, ''),
-    countersFile: path.resolve(overrides.countersFile ?? env.COUNTERS_FILE ?? path.join(distDir, 'counters.sqlite')),
+    countersFile: path.resolve(overrides.countersFile ?? env.COUNTERS_FILE ?? (snapshot ? `${snapshot}.counters.sqlite` : path.join(distDir, 'counters.sqlite'))),
     downloadSecretFile: overrides.downloadSecretFile !== undefined ? overrides.downloadSecretFile : (env.DOWNLOAD_SECRET_FILE ?? 'auto'),
     cacheScope: overrides.cacheScope ?? (env.CACHE_SCOPE === 'public' ? 'public' : 'private'),
+    snapshotFile: snapshot,
   }
 }

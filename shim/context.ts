@@ -7,7 +7,7 @@ import { createTrustedProxies, type TrustedProxies } from './client-ip.ts'
 import type { ShimOptions } from './config.ts'
 import { defaultSecretFile, openDownloadCounter, type DownloadCounter } from './download-counter.ts'
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.ts'
-import { openRelease, resolveLiveRelease, type Release } from './release.ts'
+import { createSnapshotStatic, openRelease, openSnapshot, resolveLiveRelease, type Release } from './release.ts'
 import { createStaticCache, type StaticCache } from './static-cache.ts'
 
 /** State shared by the handlers. */
@@ -36,7 +36,8 @@ export interface ShimDependencies {
 /** Creates the context and starts the release poller. */
 export async function createShimContext(options: ShimOptions, deps: ShimDependencies = {}): Promise<ShimContext> {
   const now = deps.now ?? Date.now
-  const cache = createStaticCache(options.cacheBytes)
+  const release = options.snapshotFile ? await openSnapshot(options.snapshotFile) : await openRelease(options.distDir)
+  const cache = options.snapshotFile ? createSnapshotStatic(release) : createStaticCache(options.cacheBytes)
   const trustedProxies = createTrustedProxies(options.trustedProxies)
   const downloads = await openDownloadCounter({
     file: options.countersFile,
@@ -47,7 +48,7 @@ export async function createShimContext(options: ShimOptions, deps: ShimDependen
   let swapping: Promise<boolean> | null = null
   const ctx: ShimContext = {
     options,
-    release: await openRelease(options.distDir),
+    release,
     cache,
     limiter: deps.limiter ?? createMemoryRateLimiter(options.rateLimit, options.rateWindowSeconds, now),
     trustedProxies,
@@ -56,6 +57,8 @@ export async function createShimContext(options: ShimOptions, deps: ShimDependen
     reload() {
       swapping ??= (async () => {
         try {
+          // A snapshot is one fixed file: there is nothing to swap to.
+          if (options.snapshotFile) return false
           const live = resolveLiveRelease(options.distDir)
           if (!live || live === ctx.release.dir) return false
           const old = ctx.release

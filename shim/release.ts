@@ -5,6 +5,8 @@
 import { existsSync, realpathSync } from 'node:fs'
 import path from 'node:path'
 import { openDb, type Db } from '../build/db/sqlite.ts'
+import { createBody } from '../build/render/body.ts'
+import type { StaticCache } from './static-cache.ts'
 
 /** An opened release. */
 export interface Release {
@@ -32,4 +34,37 @@ export async function openRelease(distDir: string): Promise<Release> {
   const db = await openDb(path.join(dir, 'catalog.sqlite'), { readonly: true })
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
   return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, game }
+}
+
+/**
+ * Opens an offline snapshot (build/release/snapshot.ts) as the release. Its `dir` is a name that
+ * exists on no disk, so file lookups (objects, /mirror) find nothing; static bodies come from the
+ * snapshot's tables through createSnapshotStatic.
+ */
+export async function openSnapshot(file: string): Promise<Release> {
+  const real = realpathSync(file)
+  const db = await openDb(real, { readonly: true })
+  const id = await db.get<{ value: string }>(`SELECT value FROM snapshot_info WHERE key = 'id'`).catch(() => undefined)
+  if (!id) {
+    await db.close()
+    throw new Error(`${file} is not a release snapshot (no snapshot_info table)`)
+  }
+  const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
+  const dir = `${real}#snapshot`
+  return { dir, publicDir: path.join(dir, 'public'), id: id.value, db, game }
+}
+
+/** The static lookup of a snapshot: `read(<dir>/<release-relative file>)` answers from its tables. */
+export function createSnapshotStatic(release: Release): StaticCache {
+  const prefix = release.dir + path.sep
+  const sql = `SELECT b.body FROM static_paths p JOIN static_bodies b ON b.sha256 = p.sha256 WHERE p.path = ?`
+  return {
+    async read(file) {
+      if (!file.startsWith(prefix)) return null
+      const row = await release.db.get<{ body: Buffer }>(sql, [file.slice(prefix.length)])
+      return row ? createBody(Buffer.from(row.body)) : null
+    },
+    clear() {},
+    size: 0,
+  }
 }

@@ -1,0 +1,103 @@
+/**
+ * Puts the files of one manifest shard into the staging folder: a file already there from an
+ * interrupted run is kept if it verifies, an unchanged file is hard-linked from the live local
+ * release, anything else is downloaded (bounded concurrency) and verified before it is renamed in.
+ */
+import { existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs'
+import path from 'node:path'
+import type { ManifestEntry } from '../release/formats.ts'
+import { hashFile } from '../release/hash-file.ts'
+import { fileUrl } from '../release/manifest.ts'
+import { linkOrCopy } from '../release/writer.ts'
+import { downloadTo, VerifyError, type FetchSettings } from './fetch.ts'
+
+/** State of a sync across shards. */
+export interface PlaceContext {
+  settings: FetchSettings
+  stagingDir: string
+  /** Interrupted sync towards another release (files re-verified before reuse). */
+  oldStagingDir: string | null
+  /** Live local release, or null. */
+  localDir: string | null
+  concurrency: number
+  inFlight: Set<Promise<void>>
+  /** Folders of the staging tree known to exist. */
+  madeDirs: Set<string>
+  counts: { placed: number; linked: number; resumed: number; downloaded: number; bytes: number }
+  failures: string[]
+}
+
+/** Places every entry of a shard; `before` is the same shard of the live local release. */
+export async function placeShard(ctx: PlaceContext, entries: ManifestEntry[], before: ManifestEntry[]): Promise<void> {
+  const old = new Map(before.map((e) => [e.path, e]))
+  for (const e of entries) {
+    const target = path.join(ctx.stagingDir, e.path)
+    const prev = old.get(e.path)
+    const unchanged = prev !== undefined && prev.sha256 === e.sha256 && prev.size === e.size && ctx.localDir !== null
+    const source = unchanged ? path.join(ctx.localDir!, e.path) : null
+    if (await isInPlace(target, e, source)) {
+      ctx.counts.resumed++
+    } else if (source && existsSync(source)) {
+      ensureParent(ctx, target)
+      linkOrCopy(source, target)
+      ctx.counts.linked++
+    } else if (ctx.oldStagingDir && (await isInPlace(path.join(ctx.oldStagingDir, e.path), e, null))) {
+      ensureParent(ctx, target)
+      linkOrCopy(path.join(ctx.oldStagingDir, e.path), target)
+      ctx.counts.resumed++
+    } else {
+      await startDownload(ctx, e, target)
+      continue
+    }
+    ctx.counts.placed++
+  }
+}
+
+/** Waits for the downloads still in flight. */
+export async function drainDownloads(ctx: PlaceContext): Promise<void> {
+  await Promise.all(ctx.inFlight)
+}
+
+/** Whether `file` holds the entry: same inode as the verified local file, or same size and hash. */
+async function isInPlace(file: string, e: ManifestEntry, source: string | null): Promise<boolean> {
+  const st = statSync(file, { throwIfNoEntry: false })
+  if (!st) return false
+  if (st.size === e.size) {
+    if (source && statSync(source, { throwIfNoEntry: false })?.ino === st.ino) return true
+    if ((await hashFile(file)).sha256 === e.sha256) return true
+  }
+  unlinkSync(file)
+  return false
+}
+
+async function startDownload(ctx: PlaceContext, e: ManifestEntry, target: string): Promise<void> {
+  while (ctx.inFlight.size >= ctx.concurrency) await Promise.race(ctx.inFlight)
+  const task = (async () => {
+    try {
+      ctx.counts.bytes += await downloadWithOneRetry(ctx.settings, e, target)
+      ctx.counts.downloaded++
+      ctx.counts.placed++
+    } catch (err) {
+      ctx.failures.push(err instanceof Error ? err.message : String(err))
+    }
+  })()
+  ctx.inFlight.add(task)
+  void task.finally(() => ctx.inFlight.delete(task))
+}
+
+/** A mismatch is tried once more: the origin may have been switching releases at that instant. */
+async function downloadWithOneRetry(settings: FetchSettings, e: ManifestEntry, target: string): Promise<number> {
+  try {
+    return await downloadTo(settings, fileUrl(e.path), target, e)
+  } catch (err) {
+    if (!(err instanceof VerifyError)) throw err
+    return await downloadTo(settings, fileUrl(e.path), target, e)
+  }
+}
+
+function ensureParent(ctx: PlaceContext, file: string): void {
+  const dir = path.dirname(file)
+  if (ctx.madeDirs.has(dir)) return
+  mkdirSync(dir, { recursive: true })
+  ctx.madeDirs.add(dir)
+}
