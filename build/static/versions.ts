@@ -1,7 +1,9 @@
 /**
- * Pre-renders each visible version under every name that answers with the same body: its id, its
- * number and id under the project's id and slug, and each file hash that resolves to it (a hash in
- * several versions of a project resolves to the newest). One body, hard links for the other names.
+ * Pre-renders each visible version under the names clients use most: `/versions/{id}`,
+ * `/projects/{slug}/versions/{number}` and each file hash that resolves to it (a hash in several
+ * versions of a project resolves to the newest). One body, hard links for the other names. The other
+ * spellings (project id, version id under a project, any case) reach the shim, which answers with
+ * these same files: at the large catalog every extra name per version costs a million links.
  */
 import type { Db } from '../db/sqlite.ts'
 import { renderRawBody } from '../render/body.ts'
@@ -38,12 +40,9 @@ export async function writeVersionFiles(db: Db, writer: ReleaseWriter): Promise<
       const names = [
         apiFile(`/versions/${r.id}`),
         apiFile(`/projects/${r.slug}/versions/${r.number}`),
-        apiFile(`/projects/${r.project_id}/versions/${r.number}`),
-        apiFile(`/projects/${r.slug}/versions/${r.id}`),
-        apiFile(`/projects/${r.project_id}/versions/${r.id}`),
         ...(JSON.parse(r.hashes) as string[]).map((h) => apiFile(`/version-files/${h}`)),
       ]
-      writer.write(r.number === r.id ? names.filter((_, i) => i !== 3 && i !== 4) : names, renderRawBody(r.json).bytes)
+      writer.write(names, renderRawBody(r.json).bytes)
     }
   }
   await db.exec(`DROP TABLE temp.hash_owner`)
