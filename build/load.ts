@@ -9,6 +9,8 @@ import path from 'node:path'
 import fg from 'fast-glob'
 import type { z } from 'zod'
 import { addProblem, formatPath, type BuildContext } from './context.ts'
+import type { RenderFileInput } from './render/resources.ts'
+import { contentTypeOf } from './static-paths.ts'
 import type { Db } from './db/sqlite.ts'
 import {
   sourceCatalogSchema,
@@ -25,23 +27,8 @@ import {
 const BATCH = 1000
 const CONCURRENCY = 64
 
-/** Content types by file extension; anything else is application/octet-stream. */
-const contentTypes: Record<string, string> = {
-  '.jar': 'application/java-archive',
-  '.zip': 'application/zip',
-  '.mcworld': 'application/zip',
-  '.png': 'image/png',
-}
-
 /** A normalised file of a version: size and hashes always present. */
-export interface NormalisedFile {
-  id: string
-  filename: string
-  primary: boolean
-  contentType: string
-  size: number
-  sha256: string
-  sha1: string | null
+export interface NormalisedFile extends RenderFileInput {
   /** Blob path relative to the data folder, when the file has bytes in the catalog. */
   blob: string | null
 }
@@ -92,12 +79,11 @@ export async function loadSource(ctx: BuildContext): Promise<Record<string, numb
 
 /** Reads a file's blob (if any), checks it against what is declared, and fills size and hashes. */
 async function normaliseFile(ctx: BuildContext, file: string, i: number, f: SourceFile): Promise<NormalisedFile | null> {
-  const ext = path.extname(f.filename).toLowerCase()
   const base = {
     id: f.id,
     filename: f.filename,
     primary: f.primary,
-    contentType: f.contentType ?? contentTypes[ext] ?? 'application/octet-stream',
+    contentType: f.contentType ?? contentTypeOf(f.filename),
   }
   if (f.path === undefined) {
     return { ...base, size: f.size!, sha256: f.sha256!, sha1: f.sha1 ?? null, blob: null }

@@ -22,3 +22,17 @@ export function objectFile(sha256: string, filename: string): string {
 export function objectUrlPath(sha256: string, filename: string): string {
   return `${OBJECTS_PREFIX}/${sha256}/${encodeURIComponent(filename)}`
 }
+
+/** Content types of file objects by extension; anything else is application/octet-stream. */
+const contentTypes: Record<string, string> = {
+  '.jar': 'application/java-archive',
+  '.zip': 'application/zip',
+  '.mcworld': 'application/zip',
+  '.png': 'image/png',
+}
+
+/** The Content-Type of a file object, from its name. */
+export function contentTypeOf(filename: string): string {
+  const dot = filename.lastIndexOf('.')
+  return (dot === -1 ? undefined : contentTypes[filename.slice(dot).toLowerCase()]) ?? 'application/octet-stream'
+}
