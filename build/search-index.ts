@@ -6,8 +6,10 @@
  *   other sort orders.
  * - search_all: a contentless FTS5 table (detail=none, small and fast to iterate) with one text
  *   per project: every word of every field plain, plus marked tokens (build/search-text.ts MARK)
- *   telling where a word came from (name, tags/author, summary), the joined and whole name, and
+ *   telling where a word came from (name; tags, categories, author; summary), the joined and whole name, and
  *   filter values, so filters, ranking stages and prefix matching are all FTS5 doclist operations.
+ * - search_by_name, search_by_updated, search_by_newest, search_by_favorites: the same documents
+ *   with the position in that order as rowid (see sortedTables).
  * - search_vocab: fts5vocab over search_all (document frequency of every token).
  * - search_typos: deletion keys of the name/tag/author vocabulary, for typo candidates.
  */
@@ -32,10 +34,21 @@ const positions = {
   favorites_pos: 'p.favorites DESC, p.id',
 } as const
 
+/**
+ * The same documents once more per other sort order, with the position in that order as rowid:
+ * a search listed by name (or updated, newest, favorites) is then a doclist read in rowid order
+ * too, however many projects match, instead of a sort of every match.
+ */
+export const sortedTables = Object.keys(positions).map((c) => `search_by_${c.replace(/_pos$/, '')}`)
+
 const BATCH = 1000
 
 interface DocRow {
   rank: number
+  name_pos: number
+  updated_pos: number
+  newest_pos: number
+  favorites_pos: number
   name: string
   slug: string
   type: string
@@ -57,29 +70,34 @@ export async function createSearchIndex(db: Db): Promise<void> {
         ${Object.values(positions).map((o) => `row_number() OVER (ORDER BY ${o})`).join(', ')}
       FROM projects p ORDER BY 1;
     ${posColumns.map((c) => `CREATE UNIQUE INDEX search_docs_${c} ON search_docs(${c});`).join('\n')}
-    CREATE VIRTUAL TABLE search_all USING fts5(body, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2');
+    ${['search_all', ...sortedTables].map((t) => `CREATE VIRTUAL TABLE ${t} USING fts5(body, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2');`).join('\n')}
     CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_all, row);
     CREATE TEMP TABLE typo_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
+    -- project_facets is keyed by facet first: gather each project's facets once instead of a scan per project.
+    CREATE TEMP TABLE doc_facets (project_rowid INTEGER PRIMARY KEY, facets TEXT NOT NULL);
+    INSERT INTO doc_facets SELECT project_rowid, group_concat(facet, char(10)) FROM project_facets GROUP BY project_rowid ORDER BY project_rowid;
   `)
   for (let after = 0; ; after += BATCH) {
     const rows = await db.all<DocRow>(
-      `SELECT d.rank, p.name, p.slug, p.type, p.author_username, u.author_json->>'name' AS author_name,
+      `SELECT d.rank, ${posColumns.map((c) => `d.${c}`).join(', ')}, p.name, p.slug, p.type, p.author_username, u.author_json->>'name' AS author_name,
          p.source_json->>'summary' AS summary, p.source_json->>'description' AS description,
          (SELECT group_concat(t.value, char(10)) FROM json_each(p.source_json, '$.tags') t) AS tags,
-         (SELECT group_concat(f.facet, char(10)) FROM project_facets f WHERE f.project_rowid = p.rowid) AS facets
+         (SELECT f.facets FROM doc_facets f WHERE f.project_rowid = p.rowid) AS facets
        FROM search_docs d JOIN projects p ON p.rowid = d.project_rowid LEFT JOIN users u ON u.id = p.author_id
        WHERE d.rank > ? ORDER BY d.rank LIMIT ${BATCH}`,
       [after],
     )
     if (rows.length === 0) break
     const docs = rows.map((r) => renderDocument(r))
-    await db.run(`INSERT INTO search_all (rowid, body) SELECT j.value->>0, j.value->>1 FROM json_each(?) j`, [
-      JSON.stringify(docs.map((d, i) => [rows[i]!.rank, d.body])),
-    ])
+    const bodies = JSON.stringify(docs.map((d, i) => [rows[i]!.rank, d.body, ...posColumns.map((c) => rows[i]![c as keyof typeof positions])]))
+    await db.run(`INSERT INTO search_all (rowid, body) SELECT j.value->>0, j.value->>1 FROM json_each(?) j`, [bodies])
+    for (const [k, table] of sortedTables.entries()) {
+      await db.run(`INSERT INTO ${table} (rowid, body) SELECT j.value->>${k + 2}, j.value->>1 FROM json_each(?) j`, [bodies])
+    }
     const terms = docs.flatMap((d) => d.typoTerms)
     await db.run(`INSERT OR IGNORE INTO typo_terms SELECT value FROM json_each(?)`, [JSON.stringify(terms)])
   }
-  await db.exec(`INSERT INTO search_all (search_all) VALUES ('optimize')`)
+  for (const t of ['search_all', ...sortedTables]) await db.exec(`INSERT INTO ${t} (${t}) VALUES ('optimize')`)
   await writeTypoKeys(db)
 }
 
@@ -92,13 +110,15 @@ function renderDocument(r: DocRow): { body: string; typoTerms: string[] } {
   const nameGroup = new Set([...nameWords, ...slugWords, ...splitCamelCase(r.name), joinedName, joinedSlug])
   const tagWords = r.tags ? tokenizeText(r.tags) : []
   const authorWords = tokenizeText(`${r.author_username} ${r.author_name ?? ''}`)
-  const metaGroup = new Set([...tagWords, ...authorWords, r.author_username.replace(/[^\p{L}\p{N}]/gu, '').toLowerCase()])
+  const facetValues = (r.facets ?? '').split('\n').filter((f) => f !== '')
+  const categoryWords = tokenizeText(facetValues.filter((f) => f.startsWith('c:')).map((f) => f.slice(2)).join(' '))
+  const metaGroup = new Set([...tagWords, ...categoryWords, ...authorWords, r.author_username.replace(/[^\p{L}\p{N}]/gu, '').toLowerCase()])
   const summary = stripMarkers(r.summary ?? '')
-  const facets = (r.facets ?? '').split('\n').filter((f) => f !== '').map((f) => renderFacetToken(f[0]!, f.slice(2)))
+  const facets = facetValues.map((f) => renderFacetToken(f[0]!, f.slice(2)))
   facets.push(renderFacetToken('y', r.type), renderFacetToken('a', r.author_username))
   const parts = [
     // Plain words of every field: "anywhere" matching is one token per query word.
-    stripMarkers(`${r.name} ${r.slug} ${r.tags ?? ''} ${r.author_username} ${r.author_name ?? ''}`),
+    stripMarkers(`${r.name} ${r.slug} ${r.tags ?? ''} ${categoryWords.join(' ')} ${r.author_username} ${r.author_name ?? ''}`),
     [...nameGroup, ...metaGroup].join(' '),
     summary,
     stripMarkers(r.description ?? ''),
@@ -127,5 +147,6 @@ async function writeTypoKeys(db: Db): Promise<void> {
     INSERT INTO search_typos SELECT key, term FROM typo_rows GROUP BY key, term ORDER BY key, term;
     DROP TABLE typo_rows;
     DROP TABLE typo_terms;
+    DROP TABLE doc_facets;
   `)
 }

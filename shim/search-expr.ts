@@ -87,16 +87,21 @@ export function renderMatchAll(plan: SearchPlan, typos: boolean): string {
 
 /**
  * The ranking stages, best first; each is a subset of renderMatchAll(plan, typos) so a result is
- * listed once, in the first stage that has it. Exact name or slug; the query completes the whole
- * name ("sod" → Sodium before Sodium Extra); the name starts with the query; every word in the
- * name; in the name, tags or author; in those or the summary.
+ * listed once, in the first stage that has it: the exact name or slug; the query completes the
+ * whole name ("sod" → Sodium before Sodium Extra); the name starts with the query's words; every
+ * word is a word of the name; the name starts with what is typed; every word in the name as typed
+ * so far; in the name, tags, categories or author; in those or the summary. A whole word beats a
+ * prefix, so "mod" lists "Better Mod" before "Modern Tools".
  */
 export function renderStages(plan: SearchPlan, typos: boolean): string[] {
   const words = plan.tokens.map((t, i) => (typos ? (plan.typos.get(i)?.[0] ?? t) : t))
+  const exactPlan: SearchPlan = { ...plan, prefix: false }
+  const all = (p: SearchPlan, groups: Group[]): string => every(p.tokens.map((_, i) => renderTokenIn(p, i, groups, typos)))
   const stages = [renderJoined(plan, typos, false)]
-  if (plan.prefix) stages.push(`${quote(renderWholeToken(words))}*`, renderJoined(plan, typos, true))
-  const all = (groups: Group[]): string => every(plan.tokens.map((_, i) => renderTokenIn(plan, i, groups, typos)))
-  stages.push(all(['name']), all(['name', 'meta']))
-  if (!typos) stages.push(all(['name', 'meta', 'summary']))
+  if (plan.prefix) stages.push(`${quote(renderWholeToken(words))}*`)
+  stages.push(`${all(exactPlan, ['name'])} AND ${renderJoined(plan, typos, true)}`, all(exactPlan, ['name']))
+  if (plan.prefix) stages.push(renderJoined(plan, typos, true), all(plan, ['name']))
+  stages.push(all(plan, ['name', 'meta']))
+  if (!typos) stages.push(all(plan, ['name', 'meta', 'summary']))
   return stages
 }

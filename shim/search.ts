@@ -51,7 +51,7 @@ export async function listSearchPage(db: Db, query: ProjectsQuery): Promise<Sear
     const text = plan ? renderMatchAll(plan, plan.typos.size > 0) : null
     const match = text && filter ? `${text} AND ${filter}` : (text ?? filter!)
     total = await countMatches(db, match)
-    ranks = offset < total ? await listSortedPage(db, match, total, sort, offset, query.limit) : []
+    ranks = offset < total ? await listSortedPage(db, match, sort, offset, query.limit) : []
   }
   return { items: await readSummaries(db, ranks), total }
 }
