@@ -69,35 +69,41 @@ export async function createSearchIndex(db: Db): Promise<void> {
       SELECT row_number() OVER (ORDER BY p.downloads DESC, p.id), p.rowid,
         ${Object.values(positions).map((o) => `row_number() OVER (ORDER BY ${o})`).join(', ')}
       FROM projects p ORDER BY 1;
-    ${posColumns.map((c) => `CREATE UNIQUE INDEX search_docs_${c} ON search_docs(${c});`).join('\n')}
+    ${[...posColumns, 'project_rowid'].map((c) => `CREATE UNIQUE INDEX search_docs_${c.replace(/_rowid$/, '')} ON search_docs(${c});`).join('\n')}
     ${['search_all', ...sortedTables].map((t) => `CREATE VIRTUAL TABLE ${t} USING fts5(body, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2');`).join('\n')}
     CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_all, row);
     CREATE TEMP TABLE typo_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
+    CREATE TEMP TABLE doc_bodies (rank INTEGER PRIMARY KEY, body TEXT NOT NULL);
     -- project_facets is keyed by facet first: gather each project's facets once instead of a scan per project.
     CREATE TEMP TABLE doc_facets (project_rowid INTEGER PRIMARY KEY, facets TEXT NOT NULL);
     INSERT INTO doc_facets SELECT project_rowid, group_concat(facet, char(10)) FROM project_facets GROUP BY project_rowid ORDER BY project_rowid;
   `)
-  for (let after = 0; ; after += BATCH) {
-    const rows = await db.all<DocRow>(
-      `SELECT d.rank, ${posColumns.map((c) => `d.${c}`).join(', ')}, p.name, p.slug, p.type, p.author_username, u.author_json->>'name' AS author_name,
+  // Projects in rowid order (sequential reads of the big table); their ranks through search_docs_project.
+  for (let after = 0; ; ) {
+    const rows = await db.all<DocRow & { rowid: number }>(
+      `SELECT p.rowid, d.rank, ${posColumns.map((c) => `d.${c}`).join(', ')}, p.name, p.slug, p.type, p.author_username, u.author_json->>'name' AS author_name,
          p.source_json->>'summary' AS summary, p.source_json->>'description' AS description,
          (SELECT group_concat(t.value, char(10)) FROM json_each(p.source_json, '$.tags') t) AS tags,
          (SELECT f.facets FROM doc_facets f WHERE f.project_rowid = p.rowid) AS facets
-       FROM search_docs d JOIN projects p ON p.rowid = d.project_rowid LEFT JOIN users u ON u.id = p.author_id
-       WHERE d.rank > ? ORDER BY d.rank LIMIT ${BATCH}`,
+       FROM projects p CROSS JOIN search_docs d ON d.project_rowid = p.rowid LEFT JOIN users u ON u.id = p.author_id
+       WHERE p.rowid > ? ORDER BY p.rowid LIMIT ${BATCH}`,
       [after],
     )
     if (rows.length === 0) break
+    after = rows[rows.length - 1]!.rowid
     const docs = rows.map((r) => renderDocument(r))
-    const bodies = JSON.stringify(docs.map((d, i) => [rows[i]!.rank, d.body, ...posColumns.map((c) => rows[i]![c as keyof typeof positions])]))
-    await db.run(`INSERT INTO search_all (rowid, body) SELECT j.value->>0, j.value->>1 FROM json_each(?) j`, [bodies])
-    for (const [k, table] of sortedTables.entries()) {
-      await db.run(`INSERT INTO ${table} (rowid, body) SELECT j.value->>${k + 2}, j.value->>1 FROM json_each(?) j`, [bodies])
-    }
+    await db.run(`INSERT INTO doc_bodies SELECT j.value->>0, j.value->>1 FROM json_each(?) j`, [JSON.stringify(docs.map((d, i) => [rows[i]!.rank, d.body]))])
     const terms = docs.flatMap((d) => d.typoTerms)
     await db.run(`INSERT OR IGNORE INTO typo_terms SELECT value FROM json_each(?)`, [JSON.stringify(terms)])
   }
+  // FTS5 flushes its buffer whenever a rowid is not above the previous one: insert each table in its rowid order.
+  await db.exec(`INSERT INTO search_all (rowid, body) SELECT rank, body FROM doc_bodies ORDER BY rank`)
+  for (const [k, table] of sortedTables.entries()) {
+    const column = posColumns[k]!
+    await db.exec(`INSERT INTO ${table} (rowid, body) SELECT d.${column}, b.body FROM search_docs d INDEXED BY search_docs_${column} JOIN doc_bodies b ON b.rank = d.rank ORDER BY d.${column}`)
+  }
   for (const t of ['search_all', ...sortedTables]) await db.exec(`INSERT INTO ${t} (${t}) VALUES ('optimize')`)
+  await db.exec(`DROP TABLE doc_bodies`)
   await writeTypoKeys(db)
 }
 
