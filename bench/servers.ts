@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { connect } from 'node:net'
 import { listChildPids } from './proc.ts'
 
 /** The repository root (bench/..). */
@@ -34,33 +35,38 @@ export interface ShimStart {
   env?: Record<string, string>
   /** Extra node flags (e.g. --cpu-prof). */
   nodeArgs?: string[]
+  /** Checkout whose shim runs (default: this one; another for before/after comparisons). */
+  root?: string
 }
 
 /** Starts the shim as `npm run serve` does, rate limit raised so the benchmark is not throttled. */
 export async function startShim(options: ShimStart): Promise<ServerHandle> {
   mkdirSync(options.workDir, { recursive: true })
+  await assertPortFree(options.port)
   const env = {
     ...process.env,
     HOST: '127.0.0.1',
     PORT: String(options.port),
-    DIST_DIR: options.distDir,
+    DIST_DIR: path.resolve(options.distDir),
     RATE_LIMIT: '1000000000',
     // Never write beside a release we were only asked to read.
     COUNTERS_FILE: path.join(options.workDir, `counters-${options.port}.sqlite`),
     ...options.env,
   }
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), VITE_NODE, 'shim/cli.ts'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), VITE_NODE, 'shim/cli.ts'], { cwd: options.root ?? ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] })
   return await track('shim', child, options.port, options.probePath)
 }
 
 /** Starts the raw node:http server over a map of "url<TAB>file" lines. */
 export async function startRaw(port: number, mapFile: string, probePath: string): Promise<ServerHandle> {
+  await assertPortFree(port)
   const child = spawn(process.execPath, [VITE_NODE, 'bench/raw-server.ts', '--', String(port), mapFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
   return await track('raw node', child, port, probePath)
 }
 
 /** Starts nginx (1 worker) serving `<release>/public` with /api/v1/x → x.json. */
 export async function startNginx(port: number, releaseDir: string, workDir: string, probePath: string): Promise<ServerHandle> {
+  await assertPortFree(port)
   const prefix = path.join(workDir, 'nginx')
   mkdirSync(prefix, { recursive: true })
   const conf = path.join(prefix, 'nginx.conf')
@@ -104,6 +110,16 @@ http {
   }
 }
 `
+}
+
+/** Throws when something already listens on the port (it would answer the probe for a server that failed to bind). */
+async function assertPortFree(port: number): Promise<void> {
+  const inUse = await new Promise<boolean>((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    socket.once('connect', () => (socket.destroy(), resolve(true)))
+    socket.once('error', () => resolve(false))
+  })
+  if (inUse) throw new Error(`port ${port} is already in use on 127.0.0.1 (choose another with --port)`)
 }
 
 async function track(name: string, child: ChildProcess, port: number, probePath: string): Promise<ServerHandle> {

@@ -5,14 +5,16 @@
  */
 import path from 'node:path'
 import { createReadStream, statSync } from 'node:fs'
+import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import { createApp, eventHandler, type App, type H3Event } from 'h3'
 import { apiFile, objectFile } from '../build/static-paths.ts'
 import type { ShimContext } from './context.ts'
 import { apiError, createErrorHandler, notFound } from './errors.ts'
-import { clientKey, resolveClientIp } from './client-ip.ts'
+import { clientKey, resolveClientIp, unmapAddress } from './client-ip.ts'
 import { rateLimitHeaders } from './rate-limit.ts'
 import { parseRequestTarget, isSafePath } from './request-target.ts'
-import { ALLOWED_METHODS, getRequestState, sendBody, setCommonHeaders } from './respond.ts'
+import { ALLOWED_METHODS, getRequestState, sendBodyWithCommonHeaders, setCommonHeaders } from './respond.ts'
 import { matchRoute } from './routes/index.ts'
 import { sendMirrorFile } from './mirror-file.ts'
 
@@ -27,29 +29,54 @@ export const IMMUTABLE = 'public, max-age=31536000, immutable'
 /** Creates the h3 app over a shim context. */
 export function createShimApp(ctx: ShimContext): App {
   const app = createApp({ onError: createErrorHandler(() => ctx.options.rateLimit) })
-  app.use(eventHandler((event) => handleRequest(ctx, event)))
+  // Header values of the static hot path, computed once instead of per request.
+  const fixed: FixedHeaders = { cacheControl: mutableCacheControl(ctx), rateLimit: String(ctx.options.rateLimit) }
+  app.use(eventHandler((event) => handleRequest(ctx, event, fixed)))
   return app
 }
 
-async function handleRequest(ctx: ShimContext, event: H3Event): Promise<void> {
+/**
+ * A request target the hot path may map to a file without parseRequestTarget: /api/v1/ and one or
+ * more segments of safe characters, none starting with a dot (so never `.` or `..`), at most 255
+ * long, no `%` (nothing to decode), no `?`, no trailing slash. Such a path decodes to itself and
+ * passes isSafePath, so the file is exactly the one the general path would read (apiFile: the
+ * release's public/api/v1/<path>.json). Anything else takes the general path.
+ */
+const PLAIN_API_PATH = /^\/api\/v1(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254})+$/
+
+interface FixedHeaders {
+  cacheControl: string
+  rateLimit: string
+}
+
+async function handleRequest(ctx: ShimContext, event: H3Event, fixed: FixedHeaders): Promise<void> {
   getRequestState(event)
   const method = event.node.req.method ?? 'GET'
   if (method === 'OPTIONS') return sendPreflight(ctx, event)
   await applyRateLimit(ctx, event)
-  setCommonHeaders(event, ctx.options.rateLimit)
+  // The error hook sets the common headers itself, so errors thrown before they are set still carry them.
+  const url = event.node.req.url ?? '/'
+  const plain = (method === 'GET' || method === 'HEAD') && PLAIN_API_PATH.test(url)
+  if (plain) {
+    // The hot path: a plain pre-rendered path (no query, nothing to decode), from memory when hot.
+    const file = `${ctx.release.dir}/public${url}.json`
+    const body = ctx.cache.get?.(file) ?? (await ctx.cache.read(file))
+    if (body) return sendBodyWithCommonHeaders(event, body, fixed.cacheControl, fixed.rateLimit)
+  }
   if (method !== 'GET' && method !== 'HEAD') {
     throw apiError(405, 'method_not_allowed', `Method ${method} is not allowed: the API is read-only`, undefined, { Allow: ALLOWED_METHODS })
   }
   const target = parseRequestTarget(event.node.req.url ?? '/')
   const [first, second, ...rest] = target.segments
   if (!isSafePath(target.segments)) throw notFound('The resource')
+  if (!plain && first === 'api' && second === 'v1' && target.search === '' && rest.length > 0) {
+    const body = await ctx.cache.read(path.join(ctx.release.dir, apiFile(`/${rest.join('/')}`)))
+    if (body) return sendBodyWithCommonHeaders(event, body, fixed.cacheControl, fixed.rateLimit)
+  }
+  setCommonHeaders(event, ctx.options.rateLimit)
   if (first === 'objects') return sendObject(ctx, event, target.segments.slice(1))
   if (first === 'mirror') return sendMirrorFile(ctx, event, target.segments.slice(1))
   if (first !== 'api' || second !== 'v1') throw notFound(`The path /${target.segments.join('/')}`)
-  if (target.search === '' && rest.length > 0) {
-    const body = await ctx.cache.read(path.join(ctx.release.dir, apiFile(`/${rest.join('/')}`)))
-    if (body) return sendBody(event, body, mutableCacheControl(ctx))
-  }
   const route = matchRoute(rest)
   if (!route) throw notFound(`The path /api/v1/${rest.join('/')}`)
   await route.handler({ ctx, event, params: route.params, search: target.search })
@@ -59,7 +86,7 @@ async function handleRequest(ctx: ShimContext, event: H3Event): Promise<void> {
 async function applyRateLimit(ctx: ShimContext, event: H3Event): Promise<void> {
   const state = getRequestState(event)
   const req = event.node.req
-  state.clientKey = clientKey(resolveClientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], ctx.trustedProxies))
+  state.clientKey = readClientKey(ctx, req)
   const decision = await ctx.limiter.consume(state.clientKey)
   state.rateHeaders = rateLimitHeaders(decision)
   if (!decision.allowed) {
@@ -69,6 +96,25 @@ async function applyRateLimit(ctx: ShimContext, event: H3Event): Promise<void> {
       'Retry-After': String(retryAfter),
     })
   }
+}
+
+/**
+ * Without trusted proxies the client is the socket peer (X-Forwarded-For is never read), so its key
+ * is computed once per keep-alive connection instead of per request (an address check per request
+ * cost about 5% of a static read in the profile).
+ */
+const socketKeys = new WeakMap<Socket, string>()
+
+function readClientKey(ctx: ShimContext, req: IncomingMessage): string {
+  if (ctx.options.trustedProxies.length > 0) {
+    return clientKey(resolveClientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], ctx.trustedProxies))
+  }
+  let key = socketKeys.get(req.socket)
+  if (key === undefined) {
+    key = clientKey(unmapAddress(req.socket.remoteAddress ?? ''))
+    socketKeys.set(req.socket, key)
+  }
+  return key
 }
 
 /** Serves a content-addressed file object, streamed (objects can be large). */

@@ -1,38 +1,57 @@
 /**
- * Static bodies of the live release kept in memory, least recently used first out, bounded in bytes.
- * A hit costs a Map lookup: no disk read and no hashing per request (PERF-BASELINE: a disk read per
- * request is about 4x slower).
+ * Static bodies of the live release kept in memory, bounded in bytes. A hit costs one Map lookup
+ * and a flag write: no disk read and no hashing per request (PERF-BASELINE: a disk read per request
+ * is about 4x slower), and no Map reordering either — eviction is CLOCK (second chance), which
+ * approximates least-recently-used: re-inserting every hit to keep exact LRU order cost about 3%
+ * of a static read (bench/results/serve.md).
  */
 import { readFile } from 'node:fs/promises'
 import { createBody, type Body } from '../build/render/body.ts'
 
-/** An LRU of file bodies. */
+/** A bounded in-memory store of file bodies. */
 export interface StaticCache {
+  /** The cached body of a release file (a hit, synchronously: no promise on the hot path), or undefined. Optional: a store without memory has no hits. */
+  get?(file: string): Body | undefined
   /** The body of a release file, or null when the file does not exist. */
   read(file: string): Promise<Body | null>
   clear(): void
   readonly size: number
 }
 
+interface Entry {
+  body: Body
+  /** Set by a hit; eviction clears it once (second chance) before evicting. */
+  used: boolean
+}
+
 /** Creates a cache holding at most maxBytes of bodies. */
 export function createStaticCache(maxBytes: number): StaticCache {
-  const entries = new Map<string, Body>()
+  // Insertion order is the clock hand's order: the first entries are the oldest.
+  const entries = new Map<string, Entry>()
   let bytes = 0
   const evict = (): void => {
-    for (const [key, body] of entries) {
+    for (const [key, entry] of entries) {
       if (bytes <= maxBytes) break
       entries.delete(key)
-      bytes -= body.bytes.length
+      if (entry.used) {
+        entry.used = false
+        entries.set(key, entry)
+      } else {
+        bytes -= entry.body.bytes.length
+      }
     }
   }
+  const get = (file: string): Body | undefined => {
+    const entry = entries.get(file)
+    if (entry === undefined) return undefined
+    entry.used = true
+    return entry.body
+  }
   return {
+    get,
     async read(file) {
-      const hit = entries.get(file)
-      if (hit) {
-        entries.delete(file)
-        entries.set(file, hit)
-        return hit
-      }
+      const hit = get(file)
+      if (hit) return hit
       let bytesRead: Buffer
       try {
         bytesRead = await readFile(file)
@@ -41,9 +60,12 @@ export function createStaticCache(maxBytes: number): StaticCache {
         if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENAMETOOLONG') return null
         throw err
       }
+      // Another request may have read the same file meanwhile: keep one entry, count its bytes once.
+      const raced = get(file)
+      if (raced) return raced
       const body = createBody(bytesRead)
       if (body.bytes.length <= maxBytes) {
-        entries.set(file, body)
+        entries.set(file, { body, used: false })
         bytes += body.bytes.length
         evict()
       }
