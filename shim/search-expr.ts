@@ -29,9 +29,9 @@ export function renderFilterExpression(query: ProjectsQuery): string | null {
   return groups.length > 0 ? every(groups) : null
 }
 
-/** Combines a text expression with the filter expression. */
+/** Combines a text expression with the filter expression (parenthesised: FTS5's NOT binds tighter than AND). */
 export function withFilter(text: string, filter: string | null): string {
-  return filter ? `${text} AND ${filter}` : text
+  return filter ? `(${text} AND ${filter})` : text
 }
 
 /** Whether token i is the last one and matches as a prefix. */
@@ -70,6 +70,11 @@ function renderJoined(plan: SearchPlan, corrected: boolean, prefix: boolean): st
  * ("mod menu" finds "Modmenu"); or the tokens joined being (the start of) a whole name or slug.
  */
 export function renderMatchAll(plan: SearchPlan, typos: boolean): string {
+  return `(${listMatchAlternatives(plan, typos).join(' OR ')})`
+}
+
+/** The alternatives of renderMatchAll: every token anywhere first, then merged and joined words. */
+function listMatchAlternatives(plan: SearchPlan, typos: boolean): string[] {
   const n = plan.tokens.length
   const alternatives = [every(plan.tokens.map((_, i) => renderTokenAnywhere(plan, i, typos)))]
   if (n >= 2 && n <= 6) {
@@ -82,7 +87,7 @@ export function renderMatchAll(plan: SearchPlan, typos: boolean): string {
   }
   alternatives.push(renderJoined(plan, false, plan.prefix))
   if (typos && plan.typos.size > 0) alternatives.push(renderJoined(plan, true, plan.prefix))
-  return any(alternatives)
+  return alternatives
 }
 
 /**
@@ -104,4 +109,35 @@ export function renderStages(plan: SearchPlan, typos: boolean): string[] {
   stages.push(all(plan, ['name', 'meta']))
   if (!typos) stages.push(all(plan, ['name', 'meta', 'summary']))
   return stages
+}
+
+/** An expression split for counting (see renderCountParts). */
+export interface CountParts {
+  core: string
+  /** The single plain word `core` is, when it is one (its count is its document frequency). */
+  word: string | null
+  extra: string | null
+}
+
+/**
+ * renderMatchAll split for counting: `core` is every token as a plain word (a pure AND, FTS5's
+ * fastest path; for a single word its count is its document frequency in search_vocab) and
+ * `extra` what the other alternatives add (prefix and typo forms, merged and joined words), each
+ * part driven by a short doclist. count(all) = count(core) + count(extra NOT core), so a common
+ * word costs no OR-merge of its long doclist with the others.
+ */
+export function renderCountParts(plan: SearchPlan, typos: boolean): CountParts {
+  const n = plan.tokens.length
+  const core = every(plan.tokens.map(quote))
+  const extras: string[] = []
+  for (let i = 0; i < n; i++) {
+    const t = plan.tokens[i]!
+    const own: string[] = []
+    if (isPrefix(plan, i)) own.push(`${quote(MARK.name + t)}*`, `${quote(MARK.meta + t)}*`)
+    if (typos) for (const c of plan.typos.get(i) ?? []) own.push(quote(MARK.name + c), quote(MARK.meta + c))
+    if (own.length === 0) continue
+    extras.push(every([any(own), ...plan.tokens.flatMap((_, j) => (j === i ? [] : [renderTokenAnywhere(plan, j, typos)]))]))
+  }
+  extras.push(...listMatchAlternatives(plan, typos).slice(1))
+  return { core, word: n === 1 ? plan.tokens[0]! : null, extra: extras.length > 0 ? any(extras) : null }
 }

@@ -7,7 +7,8 @@
  * a few capped reads instead of a sort of every match.
  */
 import type { Db, SqlValue } from '../build/db/sqlite.ts'
-import { renderMatchAll, renderStages, withFilter } from './search-expr.ts'
+import { renderCountParts, renderMatchAll, renderStages, withFilter, type CountParts } from './search-expr.ts'
+import { renderCountSql } from './search-sort.ts'
 import type { SearchPlan } from './search-plan.ts'
 
 /** Results taken from the stages in all; beyond them the order is by downloads (still exact and stable). */
@@ -26,15 +27,16 @@ export async function listRelevancePage(db: Db, plan: SearchPlan, filter: string
     const exact = withFilter(renderMatchAll(plan, false), filter)
     const corrected = `${full} NOT ${exact}`
     const exactStages = renderStages(plan, false).map((s) => withFilter(s, filter))
-    const typoStages = renderStages(plan, true).map((s) => `${withFilter(s, filter)} NOT ${exact}`)
-    const read = await readStages(db, [...exactStages, ...typoStages], [exact, corrected])
+    const typoStages = renderStages(plan, true).map((s) => `(${withFilter(s, filter)}) NOT ${exact}`)
+    const read = await readStages(db, [...exactStages, ...typoStages], [renderCountParts(plan, false), renderCountParts(plan, true)], filter)
     const [first, second] = splitTaken(read.lists, exactStages.length)
-    total = read.counts[0]! + read.counts[1]!
-    segments.push({ ranks: first }, { match: exact, count: read.counts[0]! - first.length, exclude: first })
-    segments.push({ ranks: second }, { match: corrected, count: read.counts[1]! - second.length, exclude: second })
+    const [exactCount, fullCount] = read.counts as [number, number]
+    total = fullCount
+    segments.push({ ranks: first }, { match: exact, count: exactCount - first.length, exclude: first })
+    segments.push({ ranks: second }, { match: corrected, count: fullCount - exactCount - second.length, exclude: second })
   } else {
     const stages = renderStages(plan, typos).map((s) => withFilter(s, filter))
-    const read = await readStages(db, stages, [full])
+    const read = await readStages(db, stages, [renderCountParts(plan, typos)], filter)
     const [taken] = splitTaken(read.lists, stages.length)
     total = read.counts[0]!
     segments.push({ ranks: taken }, { match: full, count: total - taken.length, exclude: taken })
@@ -43,12 +45,12 @@ export async function listRelevancePage(db: Db, plan: SearchPlan, filter: string
 }
 
 /** Reads every stage (capped, in rowid order) and counts every full expression, in one statement. */
-async function readStages(db: Db, stages: string[], counted: string[]): Promise<{ lists: number[][]; counts: number[] }> {
+async function readStages(db: Db, stages: string[], counted: CountParts[], filter: string | null): Promise<{ lists: number[][]; counts: number[] }> {
   const params: SqlValue[] = []
   const bind = (value: SqlValue): string => `?${params.push(value)}`
   const columns = [
     ...stages.map((s) => `(SELECT group_concat(rowid) FROM (SELECT rowid FROM search_all WHERE search_all MATCH ${bind(s)} ORDER BY rowid LIMIT ${STAGE_CAP}))`),
-    ...counted.map((c) => `(SELECT count(*) FROM search_all WHERE search_all MATCH ${bind(c)})`),
+    ...counted.map((c) => `(${renderCountSql(c, filter, bind)})`),
   ]
   const row = await db.get<Record<string, string | number | null>>(`SELECT ${columns.map((c, i) => `${c} AS c${i}`).join(', ')}`, params)
   const values = columns.map((_, i) => row?.[`c${i}`] ?? null)

@@ -3,7 +3,8 @@
  * the index whose rowids are positions in that order (build/search-index.ts sortedTables), so
  * every sort is a doclist read in rowid order: no sort of the matches, whatever their number.
  */
-import type { Db } from '../build/db/sqlite.ts'
+import type { Db, SqlValue } from '../build/db/sqlite.ts'
+import { withFilter, type CountParts } from './search-expr.ts'
 
 /** Sorts other than relevance: the FTS5 table whose rowid is the position in that order, and the position column. */
 export const sortTables = {
@@ -14,9 +15,26 @@ export const sortTables = {
   name: ['search_by_name', 'name_pos'],
 } as const
 
-/** Counts the matches of an expression. */
-export async function countMatches(db: Db, match: string): Promise<number> {
-  return (await db.get<{ n: number }>(`SELECT count(*) AS n FROM search_all WHERE search_all MATCH ?`, [match]))?.n ?? 0
+/**
+ * SQL of the exact number of matches of an expression split by renderCountParts, with the filter:
+ * count(core) (a document frequency for one plain word without filters) + count(extra NOT core).
+ */
+export function renderCountSql(parts: CountParts, filter: string | null, bind: (value: SqlValue) => string): string {
+  const core = withFilter(parts.core, filter)
+  const counts = [
+    parts.word !== null && filter === null
+      ? `coalesce((SELECT doc FROM search_vocab WHERE term = ${bind(parts.word)}), 0)`
+      : `(SELECT count(*) FROM search_all WHERE search_all MATCH ${bind(core)})`,
+  ]
+  if (parts.extra) counts.push(`(SELECT count(*) FROM search_all WHERE search_all MATCH ${bind(`(${withFilter(parts.extra, filter)}) NOT (${core})`)})`)
+  return counts.join(' + ')
+}
+
+/** Counts the matches of an expression split by renderCountParts. */
+export async function countMatches(db: Db, parts: CountParts, filter: string | null): Promise<number> {
+  const params: SqlValue[] = []
+  const sql = renderCountSql(parts, filter, (v) => `?${params.push(v)}`)
+  return (await db.get<{ n: number }>(`SELECT ${sql} AS n`, params))?.n ?? 0
 }
 
 /** Download ranks of one page of the matches in the given order: a doclist read in rowid order. */

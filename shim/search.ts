@@ -7,7 +7,7 @@
 import type { z } from 'zod'
 import type { Db, SqlValue } from '../build/db/sqlite.ts'
 import type { projectsQuerySchema } from '../build/schema/query.ts'
-import { renderMatchAll, renderFilterExpression } from './search-expr.ts'
+import { renderCountParts, renderFilterExpression, renderMatchAll, withFilter } from './search-expr.ts'
 import { getSearchTokens, planSearch } from './search-plan.ts'
 import { listRelevancePage } from './search-rank.ts'
 import { countMatches, listSortedPage } from './search-sort.ts'
@@ -48,9 +48,9 @@ export async function listSearchPage(db: Db, query: ProjectsQuery): Promise<Sear
   } else {
     // Other orders list the same matches as relevance does (typo candidates included).
     const plan = tokens.length > 0 ? await planSearch(db, tokens) : null
-    const text = plan ? renderMatchAll(plan, plan.typos.size > 0) : null
-    const match = text && filter ? `${text} AND ${filter}` : (text ?? filter!)
-    total = await countMatches(db, match)
+    const typos = plan !== null && plan.typos.size > 0
+    const match = plan ? withFilter(renderMatchAll(plan, typos), filter) : filter!
+    total = await countMatches(db, plan ? renderCountParts(plan, typos) : { core: filter!, word: null, extra: null }, plan ? filter : null)
     ranks = offset < total ? await listSortedPage(db, match, sort, offset, query.limit) : []
   }
   return { items: await readSummaries(db, ranks), total }
