@@ -24,7 +24,10 @@ export async function deriveQueryClasses(db: Db): Promise<QueryClass[]> {
   const words = async (sql: string): Promise<string[]> => (await db.all<{ t: string }>(sql)).map((r) => r.t)
   const plainWord = `term GLOB '[a-z][a-z][a-z]*' AND term NOT GLOB '*[^a-z]*'`
   const common = await words(`SELECT term AS t FROM search_vocab WHERE ${plainWord} ORDER BY doc DESC, term LIMIT 12`)
-  const rare = await words(`SELECT term AS t FROM search_vocab WHERE ${plainWord} AND length(term) >= 5 AND doc BETWEEN 1 AND 3 ORDER BY substr(term, 3), term LIMIT 24`)
+  // Rare words that are not whole joined names (those are the "joined words" class); a generated
+  // catalog's prose has a small vocabulary, so "rare" is the least frequent tenth of it.
+  const rare = await words(`SELECT term AS t FROM search_vocab v WHERE ${plainWord} AND length(term) >= 4
+    AND NOT EXISTS (SELECT 1 FROM search_vocab j WHERE j.term = char(57347) || v.term) ORDER BY doc, term LIMIT 24`)
   const names = await words(`SELECT name AS t FROM projects ORDER BY id LIMIT 40`)
   const facets = async (prefix: string, n: number): Promise<string[]> =>
     words(`SELECT substr(facet, 3) AS t FROM project_facets WHERE facet GLOB '${prefix}:*' GROUP BY facet ORDER BY count(*) DESC, facet LIMIT ${n}`)

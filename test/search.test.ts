@@ -153,13 +153,17 @@ describe('exact matches and real words', () => {
     }
   })
 
-  it('a typo finds the project, but never ranks above a project that has the word as typed', async () => {
-    // "stuter" is typed nowhere, so Sodium (micro-stutter) cannot be reached by correction of a
-    // name word; "sodum" reaches Sodium only by correction and Sodium is the best match.
-    expect((await search('sodum')).slugs[0]).toBe('sodium')
-    const exact = await search('sodium')
-    const typo = await search('sodum')
-    expect(typo.total).toBeLessThanOrEqual(exact.total)
+  it('lists every project having a word as typed before projects found by correcting it', async () => {
+    // "creative" is in two descriptions here and one edit from the name "Create"; "cheat" is in
+    // one description and one edit from the tag "chat"; "minimal" one edit from "minimap".
+    for (const [q, corrected] of [['creative', 'create'], ['cheat', 'no-chat-reports'], ['minimal', 'xaeros-minimap']] as const) {
+      const { slugs } = await search(q)
+      const has = await Promise.all(slugs.map(async (s) => JSON.stringify(await json(await server.get(`/projects/${s}`))).toLowerCase().includes(q)))
+      const firstWithout = has.indexOf(false)
+      expect(firstWithout, `${q} → ${slugs.join(' ')}`).toBeGreaterThan(0)
+      expect(has.slice(firstWithout), `${q} → ${slugs.join(' ')}`).not.toContain(true)
+      expect(slugs, q).toContain(corrected)
+    }
   })
 
   it('takes FTS5 operators as plain words', async () => {
