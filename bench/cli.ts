@@ -134,7 +134,7 @@ for (const g of results.goals) log(`  ${g.met ? 'met   ' : 'MISSED'} ${g.goal}: 
 
 if (options.only.has('search') && existsSync(path.join(ROOT, 'bench', 'search.ts'))) {
   log('Running bench/search.ts...')
-  const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'vite-node', 'dist', 'cli.mjs'), 'bench/search.ts', '--', ...process.argv.slice(2)], { cwd: ROOT, stdio: 'inherit' })
+  const res = spawnSync(process.execPath, [path.join(ROOT, 'node_modules', 'vite-node', 'dist', 'cli.mjs'), 'bench/search.ts', '--', '--dist', options.distDir], { cwd: ROOT, stdio: 'inherit' })
   if (res.status !== 0) process.exitCode = res.status ?? 1
 }
 

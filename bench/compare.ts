@@ -54,6 +54,7 @@ export async function compareServers(contenders: readonly Contender[], options: 
       p50Ms: round(median(list.map((r) => r.p50Ms))),
       p99Ms: roundRange(p99, 2),
       serverCpuPct: round(median(list.map((r) => r.serverCpuPct)), 0),
+      serverCpuUsPerRequest: round(median(list.map((r) => (r.serverCpuPct * 1e4) / r.rps)), 1),
       wrkCpuPct: round(median(list.map((r) => r.wrkCpuPct)), 0),
       errors: list.reduce((a, r) => a + r.errors, 0),
       bytesPerResponse: round(median(list.map((r) => r.bytesPerResponse)), 0),

@@ -7,12 +7,14 @@ import { compareServers, type CompareOptions } from './compare.ts'
 import type { DynamicWorkload } from './dynamic-urls.ts'
 import type { Scenario } from './results-schema.ts'
 import type { ServerHandle } from './servers.ts'
+import { readFileSync } from 'node:fs'
 
 /** Settings of the dynamic runs. */
 export type DynamicOptions = Omit<CompareOptions, 'ifNoneMatch' | 'baseline' | 'connections'> & { concurrencies: number[] }
 
 /** Runs every workload at every concurrency against the shim. */
 export async function runDynamic(shim: ServerHandle, workloads: readonly DynamicWorkload[], options: DynamicOptions): Promise<Scenario[]> {
+  await assertAnswersOk(shim, workloads)
   const scenarios: Scenario[] = []
   for (const w of workloads) {
     for (const connections of options.concurrencies) {
@@ -23,4 +25,15 @@ export async function runDynamic(shim: ServerHandle, workloads: readonly Dynamic
     }
   }
   return scenarios
+}
+
+/** Before load: the first requests of every list must answer 200 (a 4xx/5xx run would measure errors). */
+async function assertAnswersOk(shim: ServerHandle, workloads: readonly DynamicWorkload[]): Promise<void> {
+  for (const w of workloads) {
+    for (const urlPath of readFileSync(w.listFile, 'utf8').trim().split('\n').slice(0, 8)) {
+      const res = await fetch(`http://127.0.0.1:${shim.port}${urlPath}`)
+      const text = await res.text()
+      if (res.status !== 200) throw new Error(`${w.name}: ${urlPath} answered ${res.status}: ${text.slice(0, 300)}`)
+    }
+  }
 }

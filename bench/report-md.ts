@@ -40,11 +40,11 @@ export function renderServeMarkdown(r: ServeResults): string {
 
 function renderStaticTable(s: Scenario): string[] {
   const out = [`## ${s.name === 'static-304' ? '304 (If-None-Match)' : '200 OK'} — static reads, concurrency ${s.connections}`, '', `${s.description}.`, '']
-  out.push('| server | req/s median | req/s min–max | spread % | ratio vs raw node (median [min–max] of per-rep ratios) | p50 ms | p99 ms (median [min–max]) | server CPU | wrk CPU | bytes/response | errors |')
-  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
+  out.push('| server | req/s median | req/s min–max | spread % | ratio vs raw node (median [min–max] of per-rep ratios) | p50 ms | p99 ms (median [min–max]) | server CPU | server CPU µs/request | wrk CPU | bytes/response | errors |')
+  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const row of s.rows) {
     const ratio = row.ratioVsRaw ? `${row.ratioVsRaw.median.toFixed(2)} [${row.ratioVsRaw.min.toFixed(2)}–${row.ratioVsRaw.max.toFixed(2)}]` : '–'
-    out.push(`| ${row.server} | ${fmt(row.rps.median)} | ${fmt(row.rps.min)}–${fmt(row.rps.max)} | ${fmt(row.rps.spreadPct)} | ${ratio} | ${fmt(row.p50Ms, 2)} | ${fmt(row.p99Ms.median, 2)} [${fmt(row.p99Ms.min, 2)}–${fmt(row.p99Ms.max, 2)}] | ${fmt(row.serverCpuPct)}% | ${fmt(row.wrkCpuPct)}% | ${fmt(row.bytesPerResponse)} | ${row.errors === 0 ? `none (n=${row.reps.length})` : `**${row.errors}**`} |`)
+    out.push(`| ${row.server} | ${fmt(row.rps.median)} | ${fmt(row.rps.min)}–${fmt(row.rps.max)} | ${fmt(row.rps.spreadPct)} | ${ratio} | ${fmt(row.p50Ms, 2)} | ${fmt(row.p99Ms.median, 2)} [${fmt(row.p99Ms.min, 2)}–${fmt(row.p99Ms.max, 2)}] | ${fmt(row.serverCpuPct)}% | ${fmt(row.serverCpuUsPerRequest, 1)} | ${fmt(row.wrkCpuPct)}% | ${fmt(row.bytesPerResponse)} | ${row.errors === 0 ? `none (n=${row.reps.length})` : `**${row.errors}**`} |`)
   }
   out.push('')
   return out
@@ -52,11 +52,11 @@ function renderStaticTable(s: Scenario): string[] {
 
 function renderDynamicTable(scenarios: readonly Scenario[]): string[] {
   const out = ['## Dynamic endpoints of the shim', '']
-  out.push('| endpoint | connections | req/s median [min–max] | p50 ms | p99 ms (median [min–max]) | server CPU | bytes/response | errors |')
-  out.push('|---|---:|---:|---:|---:|---:|---:|---|')
+  out.push('| endpoint | connections | req/s median [min–max] | p50 ms | p99 ms (median [min–max]) | server CPU | server CPU µs/request | bytes/response | errors |')
+  out.push('|---|---:|---:|---:|---:|---:|---:|---:|---|')
   for (const s of scenarios) {
     const row = s.rows[0]!
-    out.push(`| ${s.name.replace(/-c\d+$/, '')} | ${s.connections} | ${fmt(row.rps.median)} [${fmt(row.rps.min)}–${fmt(row.rps.max)}] | ${fmt(row.p50Ms, 2)} | ${fmt(row.p99Ms.median, 2)} [${fmt(row.p99Ms.min, 2)}–${fmt(row.p99Ms.max, 2)}] | ${fmt(row.serverCpuPct)}% | ${fmt(row.bytesPerResponse)} | ${row.errors === 0 ? 'none' : `**${row.errors}**`} |`)
+    out.push(`| ${s.name.replace(/-c\d+$/, '')} | ${s.connections} | ${fmt(row.rps.median)} [${fmt(row.rps.min)}–${fmt(row.rps.max)}] | ${fmt(row.p50Ms, 2)} | ${fmt(row.p99Ms.median, 2)} [${fmt(row.p99Ms.min, 2)}–${fmt(row.p99Ms.max, 2)}] | ${fmt(row.serverCpuPct)}% | ${fmt(row.serverCpuUsPerRequest, 0)} | ${fmt(row.bytesPerResponse)} | ${row.errors === 0 ? 'none' : `**${row.errors}**`} |`)
   }
   out.push('', 'Workloads:', '')
   const seen = new Set<string>()

@@ -17,6 +17,8 @@ export const serverRowSchema = z.object({
   p50Ms: z.number(),
   p99Ms: range,
   serverCpuPct: z.number(),
+  /** Server CPU time per request in µs (median of repetitions): steadier than req/s on a busy machine. */
+  serverCpuUsPerRequest: z.number(),
   wrkCpuPct: z.number(),
   errors: z.number(),
   bytesPerResponse: z.number(),
