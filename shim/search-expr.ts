@@ -121,7 +121,7 @@ export interface CountParts {
 
 /**
  * renderMatchAll split for counting: `core` is every token as a plain word (a pure AND, FTS5's
- * fastest path; for a single word its count is its document frequency in search_vocab) and
+ * fastest path; for a single word its count is stored in search_terms) and
  * `extra` what the other alternatives add (prefix and typo forms, merged and joined words), each
  * part driven by a short doclist. count(all) = count(core) + count(extra NOT core), so a common
  * word costs no OR-merge of its long doclist with the others.

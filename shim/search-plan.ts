@@ -58,10 +58,10 @@ export async function planSearch(db: Db, tokens: string[]): Promise<SearchPlan> 
   const plan: SearchPlan = { tokens, prefix, typos: new Map(), demoted: false }
   const facts = await db.all<TokenFacts>(
     `SELECT j.key AS i,
-       coalesce((SELECT doc FROM search_vocab WHERE term = j.value), 0) AS plain,
-       EXISTS (SELECT 1 FROM search_vocab WHERE term = ?2 || j.value) OR EXISTS (SELECT 1 FROM search_vocab WHERE term = ?3 || j.value) AS head,
-       j.key = ?4 AND (EXISTS (SELECT 1 FROM search_vocab WHERE term > ?2 || j.value AND term < ?2 || j.value || char(1114111))
-         OR EXISTS (SELECT 1 FROM search_vocab WHERE term > ?3 || j.value AND term < ?3 || j.value || char(1114111))) AS headPrefix
+       coalesce((SELECT docs FROM search_terms WHERE term = j.value), 0) AS plain,
+       EXISTS (SELECT 1 FROM search_terms WHERE term = ?2 || j.value) OR EXISTS (SELECT 1 FROM search_terms WHERE term = ?3 || j.value) AS head,
+       j.key = ?4 AND (EXISTS (SELECT 1 FROM search_terms WHERE term > ?2 || j.value AND term < ?2 || j.value || char(1114111))
+         OR EXISTS (SELECT 1 FROM search_terms WHERE term > ?3 || j.value AND term < ?3 || j.value || char(1114111))) AS headPrefix
      FROM json_each(?1) j`,
     [JSON.stringify(tokens), MARK.name, MARK.meta, prefix ? lastIndex : -1],
   )

@@ -12,7 +12,7 @@ import { renderCountSql } from './search-sort.ts'
 import type { SearchPlan } from './search-plan.ts'
 
 /** Results taken from the stages in all; beyond them the order is by downloads (still exact and stable). */
-const STAGE_CAP = 2000
+const STAGE_CAP = 600
 
 type Segment = { ranks: number[] } | { match: string; count: number; exclude: number[] }
 
@@ -28,49 +28,57 @@ export async function listRelevancePage(db: Db, plan: SearchPlan, filter: string
     const corrected = `${full} NOT ${exact}`
     const exactStages = renderStages(plan, false).map((s) => withFilter(s, filter))
     const typoStages = renderStages(plan, true).map((s) => `(${withFilter(s, filter)}) NOT ${exact}`)
-    const read = await readStages(db, [...exactStages, ...typoStages], [renderCountParts(plan, false), renderCountParts(plan, true)], filter)
-    const [first, second] = splitTaken(read.lists, exactStages.length)
+    const read = await readStages(db, [...exactStages, ...typoStages], exactStages.length, [renderCountParts(plan, false), renderCountParts(plan, true)], filter)
+    const [first, second] = read.taken
     const [exactCount, fullCount] = read.counts as [number, number]
     total = fullCount
     segments.push({ ranks: first }, { match: exact, count: exactCount - first.length, exclude: first })
     segments.push({ ranks: second }, { match: corrected, count: fullCount - exactCount - second.length, exclude: second })
   } else {
     const stages = renderStages(plan, typos).map((s) => withFilter(s, filter))
-    const read = await readStages(db, stages, [renderCountParts(plan, typos)], filter)
-    const [taken] = splitTaken(read.lists, stages.length)
+    const read = await readStages(db, stages, stages.length, [renderCountParts(plan, typos)], filter)
+    const [taken] = read.taken
     total = read.counts[0]!
     segments.push({ ranks: taken }, { match: full, count: total - taken.length, exclude: taken })
   }
   return { ranks: await readSegments(db, segments, offset, limit), total }
 }
 
-/** Reads every stage (capped, in rowid order) and counts every full expression, in one statement. */
-async function readStages(db: Db, stages: string[], counted: CountParts[], filter: string | null): Promise<{ lists: number[][]; counts: number[] }> {
-  const params: SqlValue[] = []
-  const bind = (value: SqlValue): string => `?${params.push(value)}`
-  const columns = [
-    ...stages.map((s) => `(SELECT group_concat(rowid) FROM (SELECT rowid FROM search_all WHERE search_all MATCH ${bind(s)} ORDER BY rowid LIMIT ${STAGE_CAP}))`),
-    ...counted.map((c) => `(${renderCountSql(c, filter, bind)})`),
-  ]
-  const row = await db.get<Record<string, string | number | null>>(`SELECT ${columns.map((c, i) => `${c} AS c${i}`).join(', ')}`, params)
-  const values = columns.map((_, i) => row?.[`c${i}`] ?? null)
-  const lists = values.slice(0, stages.length).map((v) => (typeof v === 'string' && v !== '' ? v.split(',').map(Number) : []))
-  return { lists, counts: values.slice(stages.length).map((v) => Number(v ?? 0)) }
-}
+/** Stages read per statement: the first ones usually fill the cap, and later ones are then not read at all. */
+const STAGES_PER_READ = 4
 
-/** Concatenates stage lists without repeats, at most STAGE_CAP in all, split at `at` into two groups. */
-function splitTaken(lists: number[][], at: number): [number[], number[]] {
+/**
+ * Reads the stages in rowid order, without repeats and at most STAGE_CAP ranks in all, split at
+ * stage `at` into two groups; the counts of the full expressions come with the first statement.
+ */
+async function readStages(db: Db, stages: string[], at: number, counted: CountParts[], filter: string | null): Promise<{ taken: [number[], number[]]; counts: number[] }> {
   const seen = new Set<number>()
-  const groups: [number[], number[]] = [[], []]
-  lists.forEach((list, s) => {
-    for (const rank of list) {
-      if (seen.size >= STAGE_CAP) return
-      if (seen.has(rank)) continue
-      seen.add(rank)
-      groups[s < at ? 0 : 1].push(rank)
-    }
-  })
-  return groups
+  const taken: [number[], number[]] = [[], []]
+  let counts: number[] = []
+  for (let from = 0; from < stages.length && seen.size < STAGE_CAP; from += STAGES_PER_READ) {
+    const params: SqlValue[] = []
+    const bind = (value: SqlValue): string => `?${params.push(value)}`
+    const chunk = stages.slice(from, from + STAGES_PER_READ)
+    const cap = STAGE_CAP - seen.size
+    const columns = [
+      ...chunk.map((s) => `(SELECT group_concat(rowid) FROM (SELECT rowid FROM search_all WHERE search_all MATCH ${bind(s)} ORDER BY rowid LIMIT ${cap}))`),
+      ...(from === 0 ? counted.map((c) => `(${renderCountSql(c, filter, bind)})`) : []),
+    ]
+    const row = await db.get<Record<string, string | number | null>>(`SELECT ${columns.map((c, i) => `${c} AS c${i}`).join(', ')}`, params)
+    const values = columns.map((_, i) => row?.[`c${i}`] ?? null)
+    if (from === 0) counts = values.slice(chunk.length).map((v) => Number(v ?? 0))
+    chunk.forEach((_, k) => {
+      const v = values[k]
+      if (typeof v !== 'string' || v === '') return
+      for (const rank of v.split(',').map(Number)) {
+        if (seen.size >= STAGE_CAP) return
+        if (seen.has(rank)) continue
+        seen.add(rank)
+        taken[from + k < at ? 0 : 1].push(rank)
+      }
+    })
+  }
+  return { taken, counts }
 }
 
 /** Cuts the page [offset, offset + limit) out of the segments, reading only the rest parts it needs. */

@@ -17,13 +17,13 @@ export const sortTables = {
 
 /**
  * SQL of the exact number of matches of an expression split by renderCountParts, with the filter:
- * count(core) (a document frequency for one plain word without filters) + count(extra NOT core).
+ * count(core) (a stored document count for one plain word without filters) + count(extra NOT core).
  */
 export function renderCountSql(parts: CountParts, filter: string | null, bind: (value: SqlValue) => string): string {
   const core = withFilter(parts.core, filter)
   const counts = [
     parts.word !== null && filter === null
-      ? `coalesce((SELECT doc FROM search_vocab WHERE term = ${bind(parts.word)}), 0)`
+      ? `coalesce((SELECT docs FROM search_terms WHERE term = ${bind(parts.word)}), 0)`
       : `(SELECT count(*) FROM search_all WHERE search_all MATCH ${bind(core)})`,
   ]
   if (parts.extra) counts.push(`(SELECT count(*) FROM search_all WHERE search_all MATCH ${bind(`(${withFilter(parts.extra, filter)}) NOT (${core})`)})`)
