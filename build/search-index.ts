@@ -10,9 +10,9 @@
  *   filter values, so filters, ranking stages and prefix matching are all FTS5 doclist operations.
  * - search_by_name, search_by_updated, search_by_newest, search_by_favorites: the same documents
  *   with the position in that order as rowid (see sortedTables).
- * - search_vocab: fts5vocab over search_all; search_terms: its document counts of plain, name and
- *   meta terms (the query planner's vocabulary: exists, prefix exists, how common).
- * - search_typos: deletion keys of the name/tag/author vocabulary, for typo candidates.
+ * - search_vocab: fts5vocab over search_all; search_terms: its document counts of plain, name,
+ *   meta and joined terms (the query planner's vocabulary: exists, prefix exists, how common).
+ * - search_typos: deletion keys of the name/tag/author words and joined names, for typo candidates.
  */
 import type { Db } from './db/sqlite.ts'
 import {
@@ -105,11 +105,11 @@ export async function createSearchIndex(db: Db): Promise<void> {
   }
   for (const t of ['search_all', ...sortedTables]) await db.exec(`INSERT INTO ${t} (${t}) VALUES ('optimize')`)
   // fts5vocab counts a term's documents by reading its doclist (milliseconds for a common word):
-  // keep the counts of plain, name and meta terms in a table, one B-tree lookup each.
+  // keep the counts of plain, name, meta and joined terms in a table, one B-tree lookup each.
   await db.exec(`
     DROP TABLE doc_bodies;
     CREATE TABLE search_terms (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
-    INSERT INTO search_terms SELECT term, doc FROM search_vocab WHERE term < '${MARK.summary}' OR term > '${MARK.facet}\u{10FFFF}' ORDER BY term;
+    INSERT INTO search_terms SELECT term, doc FROM search_vocab WHERE term < '${MARK.summary}' OR (term > '${MARK.joined}' AND term < '${MARK.whole}') OR term > '${MARK.facet}\u{10FFFF}' ORDER BY term;
   `)
   await writeTypoKeys(db)
 }
@@ -120,19 +120,22 @@ function renderDocument(r: DocRow): { body: string; typoTerms: string[] } {
   const slugWords = tokenizeText(r.slug)
   const joinedName = nameWords.join('')
   const joinedSlug = slugWords.join('')
-  const nameGroup = new Set([...nameWords, ...slugWords, ...splitCamelCase(r.name), joinedName, joinedSlug])
+  // Word groups hold words only: the joined forms (one distinct term per project) would make every
+  // prefix query of the group scan thousands of terms; they are plain words and J tokens instead.
+  const nameGroup = new Set([...nameWords, ...slugWords, ...splitCamelCase(r.name)])
+  const joinedAuthor = r.author_username.replace(/[^\p{L}\p{N}]/gu, '').toLowerCase()
   const tagWords = r.tags ? tokenizeText(r.tags) : []
   const authorWords = tokenizeText(`${r.author_username} ${r.author_name ?? ''}`)
   const facetValues = (r.facets ?? '').split('\n').filter((f) => f !== '')
   const categoryWords = tokenizeText(facetValues.filter((f) => f.startsWith('c:')).map((f) => f.slice(2)).join(' '))
-  const metaGroup = new Set([...tagWords, ...categoryWords, ...authorWords, r.author_username.replace(/[^\p{L}\p{N}]/gu, '').toLowerCase()])
+  const metaGroup = new Set([...tagWords, ...categoryWords, ...authorWords])
   const summary = stripMarkers(r.summary ?? '')
   const facets = facetValues.map((f) => renderFacetToken(f[0]!, f.slice(2)))
   facets.push(renderFacetToken('y', r.type), renderFacetToken('a', r.author_username))
   const parts = [
     // Plain words of every field: "anywhere" matching is one token per query word.
     stripMarkers(`${r.name} ${r.slug} ${r.tags ?? ''} ${categoryWords.join(' ')} ${r.author_username} ${r.author_name ?? ''}`),
-    [...nameGroup, ...metaGroup].join(' '),
+    [...nameGroup, ...metaGroup, joinedName, joinedSlug, joinedAuthor].join(' '),
     summary,
     stripMarkers(r.description ?? ''),
     [...nameGroup].map((w) => MARK.name + w).join(' '),
@@ -141,7 +144,7 @@ function renderDocument(r: DocRow): { body: string; typoTerms: string[] } {
     `${MARK.joined}${joinedName} ${MARK.joined}${joinedSlug} ${renderWholeToken(nameWords)}`,
     facets.join(' '),
   ]
-  const typoTerms = [...nameGroup, ...metaGroup].filter((t) => t.length >= TYPO_TERM_MIN && t.length <= TYPO_TERM_MAX)
+  const typoTerms = [...nameGroup, ...metaGroup, joinedName, joinedSlug].filter((t) => t.length >= TYPO_TERM_MIN && t.length <= TYPO_TERM_MAX)
   return { body: parts.join('\n'), typoTerms }
 }
 

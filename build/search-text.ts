@@ -11,7 +11,7 @@
  * whole private-use block before indexing, so no user text can produce a marked token.
  */
 export const MARK = {
-  /** Words of the name, slug, CamelCase parts of the name, and the joined name and slug. */
+  /** Words of the name, slug and CamelCase parts of the name. */
   name: '\uE000',
   /** Words of tags and of the author's username and display name. */
   meta: '\uE001',

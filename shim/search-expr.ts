@@ -42,7 +42,13 @@ function renderTokenIn(plan: SearchPlan, i: number, groups: Group[], typos: bool
   const t = plan.tokens[i]!
   const parts = groups.map((g) => quote(MARK[g] + t))
   if (isPrefix(plan, i)) for (const g of groups) if (g !== 'summary') parts.push(`${quote(MARK[g] + t)}*`)
-  if (typos) for (const c of plan.typos.get(i) ?? []) for (const g of groups) if (g !== 'summary') parts.push(quote(MARK[g] + c))
+  if (typos) {
+    for (const c of plan.typos.get(i) ?? []) {
+      for (const g of groups) if (g !== 'summary') parts.push(quote(MARK[g] + c))
+      // A candidate may be a whole joined name ("nochatreprts" → nochatreports).
+      if (groups.includes('name')) parts.push(quote(MARK.joined + c))
+    }
+  }
   return any(parts)
 }
 
@@ -51,7 +57,7 @@ function renderTokenAnywhere(plan: SearchPlan, i: number, typos: boolean): strin
   const t = plan.tokens[i]!
   const parts = [quote(t)]
   if (isPrefix(plan, i)) parts.push(`${quote(MARK.name + t)}*`, `${quote(MARK.meta + t)}*`)
-  if (typos) for (const c of plan.typos.get(i) ?? []) parts.push(quote(MARK.name + c), quote(MARK.meta + c))
+  if (typos) for (const c of plan.typos.get(i) ?? []) parts.push(quote(MARK.name + c), quote(MARK.meta + c), quote(MARK.joined + c))
   return any(parts)
 }
 
@@ -134,7 +140,7 @@ export function renderCountParts(plan: SearchPlan, typos: boolean): CountParts {
     const t = plan.tokens[i]!
     const own: string[] = []
     if (isPrefix(plan, i)) own.push(`${quote(MARK.name + t)}*`, `${quote(MARK.meta + t)}*`)
-    if (typos) for (const c of plan.typos.get(i) ?? []) own.push(quote(MARK.name + c), quote(MARK.meta + c))
+    if (typos) for (const c of plan.typos.get(i) ?? []) own.push(quote(MARK.name + c), quote(MARK.meta + c), quote(MARK.joined + c))
     if (own.length === 0) continue
     extras.push(every([any(own), ...plan.tokens.flatMap((_, j) => (j === i ? [] : [renderTokenAnywhere(plan, j, typos)]))]))
   }

@@ -1,6 +1,6 @@
 /**
  * What a search query means before it runs: its tokens, whether the last one matches as a prefix,
- * and typo candidates for tokens that match no name, tag or author (looked up in search_typos,
+ * and typo candidates for tokens that match no name, tag, author or joined name (search_typos,
  * build/search-index.ts). A token that is a real word of the catalog is never corrected, and
  * corrections of a word that exists elsewhere rank after every exact result (no "autocorrect").
  */
@@ -59,11 +59,10 @@ export async function planSearch(db: Db, tokens: string[]): Promise<SearchPlan> 
   const facts = await db.all<TokenFacts>(
     `SELECT j.key AS i,
        coalesce((SELECT docs FROM search_terms WHERE term = j.value), 0) AS plain,
-       EXISTS (SELECT 1 FROM search_terms WHERE term = ?2 || j.value) OR EXISTS (SELECT 1 FROM search_terms WHERE term = ?3 || j.value) AS head,
-       j.key = ?4 AND (EXISTS (SELECT 1 FROM search_terms WHERE term > ?2 || j.value AND term < ?2 || j.value || char(1114111))
-         OR EXISTS (SELECT 1 FROM search_terms WHERE term > ?3 || j.value AND term < ?3 || j.value || char(1114111))) AS headPrefix
+       EXISTS (SELECT 1 FROM json_each(?2) m, search_terms s WHERE s.term = m.value || j.value) AS head,
+       j.key = ?3 AND EXISTS (SELECT 1 FROM json_each(?2) m, search_terms s WHERE s.term > m.value || j.value AND s.term < m.value || j.value || char(1114111)) AS headPrefix
      FROM json_each(?1) j`,
-    [JSON.stringify(tokens), MARK.name, MARK.meta, prefix ? lastIndex : -1],
+    [JSON.stringify(tokens), JSON.stringify([MARK.name, MARK.meta, MARK.joined]), prefix ? lastIndex : -1],
   )
   const eligible = facts.filter(
     (f) => [...tokens[f.i]!].length >= MIN_TYPO_LENGTH && !f.head && !f.headPrefix && f.plain < MAX_TYPO_DOCS,
