@@ -36,7 +36,13 @@ const stopAll = async (): Promise<void> => {
   for (const h of running) await h.stop()
   running.clear()
 }
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stopAll().finally(() => process.exit(130)))
+// vite-node may exit on a signal before an async cleanup finishes: kill the servers synchronously.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    for (const h of running) h.kill()
+    process.exit(130)
+  })
+}
 const started = (h: ServerHandle): ServerHandle => (running.add(h), h)
 
 const catalog = await readCatalogCounts()
@@ -75,7 +81,7 @@ try {
     await verifySameAnswers(contenders.map((c) => ({ name: c.handle.name, port: c.handle.port, listFile: c.listFile })), workload.mapFile, 300)
     log('Same bytes, Content-Type and 304s from all three servers.')
     const common = { reps: options.reps, durationSeconds: options.durationSeconds, connections: options.connections, log, peakRss }
-    scenarios.push(...(await runStaticReads(contenders, { ...common, warmupSeconds: options.warmupSeconds, baseline: raw.name })))
+    scenarios.push(...(await runStaticReads(contenders, { ...common, warmupSeconds: options.warmupSeconds, baseline: raw.name, listRequests: workload.requests })))
     for (const h of [nginx, raw]) {
       await h.stop()
       running.delete(h)
@@ -116,8 +122,8 @@ const results = serveResultsSchema.parse({
       'wrk 1 thread, keep-alive, 127.0.0.1; client and server share the 2 cores, so CPU columns show who used what.',
       'Every repetition runs each server once, order rotated; ratios are per repetition, then the median.',
       'The shim runs as `npm run serve` does (vite-node shim/cli.ts, listhen) with RATE_LIMIT raised to 1e9: the limiter still runs on every request.',
-      `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; warmed by a ${options.warmupSeconds} s run per server before measuring.`,
-      'nginx: 1 worker, try_files $uri.json, open_file_cache, sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
+      `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; every server is warmed by at least one full pass over the URL list (runs of ${options.warmupSeconds} s) before measuring.`,
+      'nginx: 1 worker, try_files $uri.json, open_file_cache (10,000 entries, under the 20,000 open-file limit here), sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
       `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency; the shim has no result cache, every request runs its SQLite query.`,
     ],
   },

@@ -23,6 +23,8 @@ export interface ServerHandle {
   /** Milliseconds from spawn to the first 200 on the probe URL. */
   startMs: number
   stop(): Promise<void>
+  /** Sends SIGTERM now, synchronously (for exit paths that cannot wait). */
+  kill(): void
 }
 
 /** Options of the shim process. */
@@ -82,6 +84,7 @@ export async function startNginx(port: number, releaseDir: string, workDir: stri
 export function renderNginxConf(port: number, publicDir: string, prefix: string): string {
   return `daemon off;
 worker_processes 1;
+worker_rlimit_nofile 16384;
 pid ${prefix}/nginx.pid;
 events { worker_connections 1024; }
 http {
@@ -90,7 +93,7 @@ http {
   tcp_nopush on;
   keepalive_requests 100000000;
   keepalive_timeout 65s;
-  open_file_cache max=200000 inactive=60s;
+  open_file_cache max=10000 inactive=60s;
   open_file_cache_valid 60s;
   types { }
   default_type "application/json; charset=utf-8";
@@ -139,7 +142,8 @@ async function track(name: string, child: ChildProcess, port: number, probePath:
     await stop()
     throw new Error(`${name} did not start: ${(err as Error).message}\n${stderr}`)
   }
-  return { name, port, pid: child.pid!, startMs: performance.now() - started, stop }
+  const kill = (): void => void (exited || child.kill('SIGTERM'))
+  return { name, port, pid: child.pid!, startMs: performance.now() - started, stop, kill }
 }
 
 /** Polls http://127.0.0.1:port/path until it answers 200 (bounded by timeoutMs). */

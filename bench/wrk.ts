@@ -20,6 +20,7 @@ export const wrkSummarySchema = z.object({
 
 /** One wrk run, reduced to the figures the report uses. */
 export const wrkRunSchema = z.object({
+  requests: z.number(),
   rps: z.number(),
   p50Ms: z.number(),
   p90Ms: z.number(),
@@ -41,13 +42,15 @@ export interface WrkOptions {
   ifNoneMatch: boolean
   connections: number
   durationSeconds: number
+  /** Line of the list to start at (default 0: every measured run replays the same sequence). */
+  offset?: number
 }
 
 /** Runs wrk once against 127.0.0.1:port. */
 export async function runWrk(options: WrkOptions): Promise<WrkRun> {
   const args = [
     '-t1', `-c${options.connections}`, `-d${options.durationSeconds}s`, '--timeout', '5s',
-    '-s', LUA, `http://127.0.0.1:${options.port}`, '--', options.listFile, options.ifNoneMatch ? 'inm' : '',
+    '-s', LUA, `http://127.0.0.1:${options.port}`, '--', options.listFile, options.ifNoneMatch ? 'inm' : '-', String(options.offset ?? 0),
   ]
   // `times` after wrk prints the CPU its children used: wrk's own load on the shared cores.
   const script = 'wrk "$@"; status=$?; times; exit $status'
@@ -66,6 +69,7 @@ export async function runWrk(options: WrkOptions): Promise<WrkRun> {
   const seconds = s.durationUs / 1e6
   const e = s.errors
   return {
+    requests: s.requests,
     rps: s.requests / seconds,
     p50Ms: s.latencyUs.p50 / 1000,
     p90Ms: s.latencyUs.p90 / 1000,

@@ -1,7 +1,8 @@
 -- wrk script: cycles through a pre-generated list of request paths (one per line, optionally
 -- "path<TAB>etag"), so the Zipf order of the list is the order of the traffic. Requests are
 -- formatted once in init: the per-request cost in wrk is a table index, the same for every server.
--- Arguments (after --): <list file> [inm]  ("inm" sends If-None-Match with the line's ETag).
+-- Arguments (after --): <list file> [inm] [offset]  ("inm" sends If-None-Match with the line's
+-- ETag; offset = where in the list to start, so successive warm-up runs continue the pass).
 local reqs = {}
 local n = 0
 local i = 0
@@ -19,6 +20,7 @@ function init(args)
     end
   end
   if n == 0 then error("no request paths in " .. tostring(file)) end
+  i = (tonumber(args[3]) or 0) % n
 end
 
 function request()
