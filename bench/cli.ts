@@ -63,6 +63,8 @@ log(`  static: ${workload.requests} requests over ${workload.distinctUrls} disti
 const dynamicWorkloads = options.only.has('dynamic') ? await createDynamicWorkloads(releaseDir, options.workDir, options.dynamicDistinct, options.seed, options.zipfExponent) : []
 
 const scenarios: Scenario[] = []
+const skippedNotes: string[] = []
+let rssStaticMax: number | null = null
 let memory: ServeResults['memory'] = null
 const peakRss = new Map<number, number>()
 try {
@@ -82,13 +84,16 @@ try {
     log('Same bytes, Content-Type and 304s from all three servers.')
     const common = { reps: options.reps, durationSeconds: options.durationSeconds, connections: options.connections, log, peakRss }
     scenarios.push(...(await runStaticReads(contenders, { ...common, warmupSeconds: options.warmupSeconds, baseline: raw.name, listRequests: workload.requests })))
+    rssStaticMax = peakRss.get(shim.pid) ?? null
     for (const h of [nginx, raw]) {
       await h.stop()
       running.delete(h)
     }
   }
   if (dynamicWorkloads.length > 0) {
-    scenarios.push(...(await runDynamic(shim, dynamicWorkloads, { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, log, peakRss })))
+    const dynamic = await runDynamic(shim, dynamicWorkloads, { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, log, peakRss })
+    scenarios.push(...dynamic.scenarios)
+    skippedNotes.push(...dynamic.skipped)
   }
   const end = readMemoryMb(shim.pid)
   await stopAll()
@@ -98,6 +103,7 @@ try {
     memory = {
       startMs: startup.startMs,
       rssAfterStartMb: Math.max(rssAfterStart, startup.rssAfterStartMb),
+      rssStaticMaxMb: rssStaticMax,
       rssUnderLoadMaxMb: peakRss.get(shim.pid) ?? Number.NaN,
       peakRssMb: end?.peakMb ?? Number.NaN,
       cacheBytes,
@@ -125,6 +131,7 @@ const results = serveResultsSchema.parse({
       `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; every server is warmed by at least one full pass over the URL list (runs of ${options.warmupSeconds} s) before measuring.`,
       'nginx: 1 worker, try_files $uri.json, open_file_cache (10,000 entries, under the 20,000 open-file limit here), sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
       `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency; the shim has no result cache, every request runs its SQLite query.`,
+      ...skippedNotes,
     ],
   },
   staticWorkload: { requests: workload.requests, kinds: workload.kinds, distinctUrls: workload.distinctUrls, distinctBytes: workload.distinctBytes, top1PctShare: Math.round(workload.top1PctShare * 1000) / 1000 },

@@ -19,8 +19,9 @@ export function checkGoals(scenarios: readonly Scenario[], memory: ServeResults[
     goals.push({ goal: `${s.name}: p99 < 25 ms for 100 hashes (concurrency ${s.connections})`, measured: `${shim.p99Ms.median.toFixed(2)} ms [${shim.p99Ms.min.toFixed(2)}–${shim.p99Ms.max.toFixed(2)}]`, met: shim.p99Ms.median < 25 })
   }
   if (memory) {
-    goals.push({ goal: 'shim RSS under load < 300 MB', measured: `${Math.round(memory.rssUnderLoadMaxMb)} MB (peak RSS ${Math.round(memory.peakRssMb)} MB)`, met: memory.peakRssMb < 300 })
-    goals.push({ goal: 'bounded static cache', measured: `CACHE_BYTES = ${Math.round(memory.cacheBytes / 2 ** 20)} MB (LRU)`, met: memory.cacheBytes > 0 })
+    if (memory.rssStaticMaxMb !== null) goals.push({ goal: 'shim RSS under the static reads < 300 MB', measured: `${Math.round(memory.rssStaticMaxMb)} MB`, met: memory.rssStaticMaxMb < 300 })
+    goals.push({ goal: 'shim RSS under all load (static + dynamic) < 300 MB', measured: `${Math.round(memory.rssUnderLoadMaxMb)} MB (peak RSS ${Math.round(memory.peakRssMb)} MB)`, met: memory.peakRssMb < 300 })
+    goals.push({ goal: 'bounded static cache', measured: `CACHE_BYTES = ${Math.round(memory.cacheBytes / 2 ** 20)} MB (CLOCK eviction)`, met: memory.cacheBytes > 0 })
   }
   return goals
 }

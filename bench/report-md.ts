@@ -31,7 +31,8 @@ export function renderServeMarkdown(r: ServeResults): string {
     out.push('| figure | value |', '|---|---:|')
     out.push(`| time from process start to the first 200 (median [min–max]) | ${fmt(m.startMs.median)} ms [${fmt(m.startMs.min)}–${fmt(m.startMs.max)}] |`)
     out.push(`| RSS 1 s after start | ${fmt(m.rssAfterStartMb)} MB |`)
-    out.push(`| RSS under load (largest 250 ms sample) | ${fmt(m.rssUnderLoadMaxMb)} MB |`)
+    if (m.rssStaticMaxMb !== null) out.push(`| RSS under the static reads (largest 250 ms sample) | ${fmt(m.rssStaticMaxMb)} MB |`)
+    out.push(`| RSS under all load, static and dynamic (largest 250 ms sample) | ${fmt(m.rssUnderLoadMaxMb)} MB |`)
     out.push(`| peak RSS of the process (VmHWM) | ${fmt(m.peakRssMb)} MB |`)
     out.push(`| static cache bound (CACHE_BYTES) | ${fmt(m.cacheBytes / 2 ** 20)} MB |`, '')
   }

@@ -43,6 +43,8 @@ export type Goal = z.infer<typeof goalSchema>
 export const memorySchema = z.object({
   startMs: range,
   rssAfterStartMb: z.number(),
+  /** Largest RSS sampled during the static reads alone (null when they did not run). */
+  rssStaticMaxMb: z.number().nullable().default(null),
   rssUnderLoadMaxMb: z.number(),
   peakRssMb: z.number(),
   cacheBytes: z.number(),
