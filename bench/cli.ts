@@ -4,7 +4,7 @@
  * search benchmark (bench/search.ts) when it exists. All load is bounded in time and on 127.0.0.1.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, realpathSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { openDb } from '../build/db/sqlite.ts'
 import { shimDefaults } from '../shim/config.ts'
@@ -25,6 +25,15 @@ import { verifySameAnswers } from './verify.ts'
 
 const options = resolveBenchOptions(process.argv.slice(2), process.env, ROOT)
 const log = (line: string): void => void process.stderr.write(`${line}\n`)
+if (options.render) {
+  // Re-renders serve.md and serve.svg from a results file, without measuring anything.
+  const results = serveResultsSchema.parse(JSON.parse(readFileSync(options.render, 'utf8')))
+  const dir = path.dirname(options.render)
+  writeFileSync(path.join(dir, 'serve.md'), renderServeMarkdown(results))
+  writeFileSync(path.join(dir, 'serve.svg'), renderServeSvg(results))
+  log(`Rendered ${path.relative(ROOT, dir)}/serve.{md,svg} from ${path.relative(ROOT, options.render)}`)
+  process.exit(0)
+}
 const pointer = path.join(options.distDir, 'current')
 if (!existsSync(pointer)) throw new Error(`no release at ${pointer}: build one first (bench/README.md)`)
 const releaseDir = realpathSync(pointer)

@@ -24,6 +24,8 @@ export interface BenchOptions {
   basePort: number
   /** Extra node flags for the shim (e.g. --cpu-prof). */
   shimNodeArgs: string[]
+  /** A serve.json to re-render serve.md/svg from ('' = measure). */
+  render: string
 }
 
 /** Reads `--name value` flags, falling back to BENCH_* variables and defaults. */
@@ -65,5 +67,6 @@ export function resolveBenchOptions(argv: readonly string[], env: Record<string,
     cacheBytes: get('cache-bytes', ''),
     basePort: num('port', 18080),
     shimNodeArgs: get('shim-node-args', '').split(' ').filter(Boolean),
+    render: flags.has('render') ? path.resolve(root, get('render', '')) : '',
   }
 }

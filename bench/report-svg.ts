@@ -11,15 +11,16 @@ const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;'
 export function renderServeSvg(r: ServeResults): string {
   const width = 860
   const labelW = 190
-  const barW = width - labelW - 150
+  const barW = width - labelW - 290
   const parts: string[] = []
   let y = 30
   parts.push(`<text x="10" y="20" font-size="15" font-weight="bold">Static reads, req/s (median, whisker = min–max; ratio vs raw node) — ${esc(r.catalog.projects.toLocaleString('en'))} projects, concurrency ${r.method.connections}</text>`)
   const statics = r.scenarios.filter((s) => s.name.startsWith('static-'))
   const maxRps = Math.max(1, ...statics.flatMap((s) => s.rows.map((row) => row.rps.max)))
   for (const s of statics) {
-    y += 22
+    y += 30
     parts.push(`<text x="10" y="${y}" font-size="13" font-weight="bold">${s.name === 'static-304' ? '304 (If-None-Match)' : '200 OK'}</text>`)
+    y -= 8
     for (const row of s.rows) {
       y += 22
       const w = (row.rps.median / maxRps) * barW
