@@ -9,6 +9,7 @@ import path from 'node:path'
 import { readPointer } from '../release/feed.ts'
 import { manifestIndexSchema, type ManifestIndex, type Pointer } from '../release/formats.ts'
 import { indexFile } from '../release/manifest.ts'
+import { isAlive } from '../release/publish.ts'
 import { syncFileSystem } from '../release/seal.ts'
 
 /** The release the mirror serves now. */
@@ -101,13 +102,4 @@ export function takeMirrorLock(root: string): () => void {
   }
   writeFileSync(lock, String(process.pid))
   return () => rmSync(lock, { force: true })
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
 }

@@ -121,7 +121,8 @@ function releaseLock(distDir: string): void {
   rmSync(path.join(distDir, '.build.lock'), { force: true })
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid is running (stale lock detection). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0)
     return true
