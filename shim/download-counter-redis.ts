@@ -1,7 +1,6 @@
 /**
  * Download counting shared by replicas through Redis. Every replica derives the visitor from the
- * same day secret, kept in Redis (`SET NX` with a TTL ending an hour after its day, never beside the
- * counts) and cached in memory and tmpfs; dedup is `SET dl:v:{day}:{file}:{visitor} 1 NX EX 172800`
+ * same day secret (shim/download-shared-secret.ts); dedup is `SET dl:v:{day}:{file}:{visitor} 1 NX EX 172800`
  * and a new visit is pushed to one Redis list in the same Lua script, so the 302 is sent once the
  * visit is in Redis; one replica at a time drains the list into the SQLite counter file
  * (shim/download-drain.ts).
@@ -15,7 +14,8 @@
 import type { Db } from '../build/db/sqlite.ts'
 import { openCounterDb, type DownloadCounter, type Visit } from './download-counter.ts'
 import { createDownloadDrain, downloadKeys, renderEvent } from './download-drain.ts'
-import { createSecretKey, readSecretFile, renderVisitor, utcDay, writeSecretFile } from './download-secret.ts'
+import { renderVisitor, utcDay } from './download-secret.ts'
+import { createSharedDaySecret } from './download-shared-secret.ts'
 import { createGroupCommit } from './group-commit.ts'
 import { createRedisOutage, isRedisReady, type RedisClient } from './redis.ts'
 
@@ -47,10 +47,6 @@ for i = 2, #KEYS do
 end
 return added`
 
-// The day's secret: the candidate unless one exists already (first replica wins).
-const SECRET = `redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
-return redis.call('GET', KEYS[1])`
-
 const spoolSchema = `CREATE TABLE IF NOT EXISTS download_spool (day TEXT NOT NULL, file_id TEXT NOT NULL, visitor TEXT NOT NULL, PRIMARY KEY (day, file_id, visitor)) WITHOUT ROWID;`
 
 /** Opens the shared counter; replay and drain run every `intervalMs` in the background. */
@@ -65,56 +61,12 @@ export async function openRedisDownloadCounter(options: RedisDownloadCounterOpti
   // The drain gets its own connection: its transactions must not interleave with spool writes.
   const drainDb: Db | null = options.drain ? await openCounterDb(options.file) : null
   const drainer = drainDb ? createDownloadDrain(redis, drainDb, log) : null
-  const outage = createRedisOutage('[downloads]', 'download events are spooled in the counter file and replayed when it returns', 1000, log)
+  const outage = createRedisOutage('[downloads]', 'download events are spooled in the counter file (held in memory while the day secret is unknown here) and replayed when it returns', 1000, log)
   let spoolSize = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM download_spool`))!.n
   const held: { day: string; fileId: string; clientKey: string }[] = []
   let dropped = 0
-  const secrets = new Map<string, Buffer>()
-  const fetching = new Map<string, Promise<Buffer>>()
-
-  const fetchSecret = (day: string, candidate: Buffer): Promise<Buffer> => {
-    const ttl = Math.max(60_000, Date.parse(`${day}T00:00:00Z`) + 86_400_000 + 3_600_000 - now())
-    return redis.eval(SECRET, 1, downloadKeys.secret(day), candidate.toString('base64'), ttl).then((v) => Buffer.from(String(v), 'base64'))
-  }
-  const learnSecret = (day: string): Promise<Buffer> => {
-    let p = fetching.get(day)
-    if (!p) {
-      p = fetchSecret(day, readSecretFile(options.secretFile, day) ?? createSecretKey())
-        .then((key) => {
-          secrets.set(day, key)
-          if (day === utcDay(now())) writeSecretFile(options.secretFile, day, key)
-          return key
-        })
-        .finally(() => fetching.delete(day))
-      fetching.set(day, p)
-    }
-    return p
-  }
-  /** The day's secret: memory, then Redis, then the tmpfs copy; null when none can be known now. */
-  const findSecret = async (day: string): Promise<Buffer | null> => {
-    const known = secrets.get(day)
-    if (known) {
-      // Learn tomorrow's secret ahead, so a Redis outage across midnight still has it.
-      const next = utcDay(Date.parse(`${day}T00:00:00Z`) + 86_400_000)
-      if (!secrets.has(next) && !fetching.has(next) && isRedisReady(redis) && !outage.isOpen()) learnSecret(next).catch((err: unknown) => outage.fail(err))
-      return known
-    }
-    if (isRedisReady(redis) && !outage.isOpen()) {
-      try {
-        return await learnSecret(day)
-      } catch (err) {
-        outage.fail(err)
-      }
-    }
-    const saved = readSecretFile(options.secretFile, day)
-    if (saved) secrets.set(day, saved)
-    return saved
-  }
-  // A Redis that restarted empty gets back the secrets replicas already use (SET NX: no replacement).
-  const restoreSecrets = (): void => {
-    for (const [day, key] of secrets) fetchSecret(day, key).catch(() => {})
-  }
-  redis.on('ready', restoreSecrets)
+  const secrets = createSharedDaySecret({ redis, secretFile: options.secretFile, now, outage })
+  const findSecret = secrets.find
 
   const pushVisits = (visits: Visit[]): Promise<unknown> =>
     redis.eval(RECORD, visits.length + 1, downloadKeys.events, ...visits.map(downloadKeys.visit), DEDUP_SECONDS, ...visits.map(renderEvent))
@@ -201,6 +153,7 @@ export async function openRedisDownloadCounter(options: RedisDownloadCounterOpti
       const secret = await findSecret(day)
       if (secret) return storeVisit({ day, fileId, visitor: renderVisitor(secret, clientKey) })
       // No secret of the day can be known now: hold the event (in memory only) until Redis answers.
+      outage.fail(new Error(`connection ${redis.status}`))
       if (held.length >= maxHeld) return drop('the in-memory queue')
       held.push({ day, fileId, clientKey })
     },
@@ -217,7 +170,7 @@ export async function openRedisDownloadCounter(options: RedisDownloadCounterOpti
       await spool.flush()
       await replay()
       if (held.length > 0) log(`[downloads] ${held.length} download event(s) held without the day secret are lost at shutdown`)
-      redis.off('ready', restoreSecrets)
+      secrets.close()
       await db.close()
       await drainDb?.close()
     },
