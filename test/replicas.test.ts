@@ -12,8 +12,11 @@ import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { resolveBuildOptions } from '../build/config.ts'
 import { openDb } from '../build/db/sqlite.ts'
+import { runBuild } from '../build/index.ts'
 import { errorSchema } from '../build/schema/api.ts'
+import { json, startServer } from './harness.ts'
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'replicas-'))
 const counters = path.join(dir, 'counters.sqlite')
@@ -198,7 +201,8 @@ describe('two replicas on one Redis', () => {
     expect(a!.key).toBe(b!.key)
     await probe.connect()
     const keys = await probe.keys('*')
-    expect(keys.some((k) => k.startsWith('dl:v:'))).toBe(true)
+    // One dedup key per visitor, whichever replica and however often it downloaded.
+    expect(keys.filter((k) => k.startsWith('dl:v:'))).toHaveLength(2)
     // Download state holds only HMACs; rate-limit windows are keyed by client and expire with the window.
     const dl = keys.filter((k) => k.startsWith('dl:'))
     const values = await Promise.all(dl.map(async (k) => ((await probe.type(k)) === 'list' ? (await probe.lrange(k, 0, -1)).join() : String(await probe.get(k)))))
@@ -265,5 +269,16 @@ describe('two replicas on one Redis', () => {
     expect(replicas.map((r, i) => r.log().slice(logs[i])).join()).toMatch(/\[downloads\] replayed \d+ spooled download event/)
     expect(await probe.llen('dl:events')).toBe(0)
     for (const r of replicas) expect((await hit(r.origin, '/api/v1/types', '127.0.0.52')).status).toBe(200)
+  })
+
+  it('the next build folds the four counted downloads into the version, once', async () => {
+    const dist = path.join(dir, 'dist')
+    expect((await runBuild(resolveBuildOptions({ dataDir: 'data', distDir: dist, countersFile: counters, log: () => {} }))).ok).toBe(true)
+    const [before, after] = await Promise.all([startServer(inject('distDir')), startServer(dist, { countersFile: path.join(dir, 'unused.sqlite'), downloadSecretFile: null })])
+    const read = async (server: typeof before): Promise<{ downloads: number; files: { id: string }[] }> => (await json(await server.get('/projects/sodium'))).data.currentVersion
+    const [v0, v1] = [await read(before), await read(after)]
+    expect(v1.files.map((f) => f.id)).toContain(fileId)
+    expect(v1.downloads).toBe(v0.downloads + 4)
+    await Promise.all([before.close(), after.close()])
   })
 })
