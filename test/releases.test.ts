@@ -5,7 +5,7 @@
  * documents with retention, pruning of releases and of the content store, and the offline snapshot
  * served alone.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -221,6 +221,25 @@ describe('incremental releases', () => {
     const { pointer } = await build({ keepReleases: 2 })
     expect(pointer).toMatchObject({ serial: 9, previous: 6 })
     expect(readdirSync(path.join(dist, 'releases')).sort()).toEqual(['00000006', '00000008', '00000009'])
+  })
+})
+
+describe('build settings', () => {
+  it('are read from the environment by the build command only: FEED_RETENTION, RELEASE_SNAPSHOT, RELEASE_ARCHIVE, KEEP_RELEASES, SOURCE_REVISION', () => {
+    const out = path.join(root, 'cli-dist')
+    const env = { ...process.env, FEED_RETENTION: '1', RELEASE_SNAPSHOT: '0', RELEASE_ARCHIVE: '0', KEEP_RELEASES: '1', SOURCE_REVISION: 'abc1234', COUNTERS_FILE: path.join(root, 'none.sqlite') }
+    const run = (): string => {
+      const child = spawnSync(path.resolve('node_modules/.bin/vite-node'), ['build/cli.ts', '--', '--data', data, '--dist', out], { env, encoding: 'utf8' })
+      expect(child.status, child.stderr).toBe(0)
+      return child.stderr
+    }
+    run()
+    expect(run()).toMatch(/release 00000002: 0 added, 0 changed, 0 removed, \d+ unchanged/)
+    const pointer = pointerSchema.parse(JSON.parse(readFileSync(path.join(out, 'current/release.json'), 'utf8')))
+    expect(pointer).toMatchObject({ serial: 2, sourceRevision: 'abc1234', snapshot: null, archive: null })
+    expect(pointer.feed).toMatchObject({ oldest: 1, changes: [{ serial: 2 }] })
+    expect(readdirSync(path.join(out, 'current/public/mirror')).filter((n) => /^(snapshot|tree)-/.test(n))).toEqual([])
+    expect(readdirSync(path.join(out, 'releases')).sort()).toEqual(['00000001', '00000002'])
   })
 })
 
