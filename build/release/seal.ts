@@ -41,7 +41,7 @@ export interface SealedRelease {
   changes: DiffCounts
 }
 
-/** Writes the mirror documents, snapshot and archive of a release; returns its pointer. */
+/** Writes the mirror documents, snapshot and archive of a release; returns its pointer and what changed. */
 export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   const { releaseDir, previousDir, serial, id } = input
   const createdAt = new Date().toISOString()
