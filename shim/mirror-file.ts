@@ -7,11 +7,10 @@
 import { createReadStream, statSync } from 'node:fs'
 import path from 'node:path'
 import type { H3Event } from 'h3'
+import { mirrorContentTypeOf } from '../build/static-paths.ts'
 import { IMMUTABLE, mutableCacheControl } from './app.ts'
 import type { ShimContext } from './context.ts'
 import { notFound } from './errors.ts'
-
-const TYPES: Record<string, string> = { '.json': 'application/json', '.gz': 'application/gzip', '.sqlite': 'application/vnd.sqlite3' }
 
 /**
  * Answers GET/HEAD /mirror/<segments>. Security: the segments were checked by isSafePath (no `..`,
@@ -35,7 +34,7 @@ export async function sendMirrorFile(ctx: ShimContext, event: H3Event, segments:
     res.end()
     return
   }
-  res.setHeader('Content-Type', TYPES[path.extname(name)] ?? 'application/octet-stream')
+  res.setHeader('Content-Type', mirrorContentTypeOf(name))
   res.setHeader('Content-Length', st.size)
   if (req.method === 'HEAD') {
     res.end()
