@@ -26,8 +26,8 @@ export interface UploadItem {
 interface LocalFile {
   size: number
   sha256: string
-  /** Expected ETag (without quotes). */
-  etag: string
+  /** ETags the store may answer for these bytes (without quotes). */
+  etags: string[]
   md5: string | null
   body: Buffer | null
   /** MD5 (base64) of each part of a large file. */
@@ -54,7 +54,7 @@ export async function uploadFile(ctx: PublishContext, item: UploadItem): Promise
 /** Uploads bytes that are not a release file (publish state, retired lists). */
 export async function uploadBytes(ctx: PublishContext, key: string, body: Buffer, headers: ObjectHeaders): Promise<void> {
   const md5 = createHash('md5').update(body)
-  const file: LocalFile = { size: body.length, sha256: createHash('sha256').update(body).digest('hex'), etag: md5.copy().digest('hex'), md5: md5.digest('base64'), body, parts: [] }
+  const file: LocalFile = { size: body.length, sha256: createHash('sha256').update(body).digest('hex'), etags: [md5.copy().digest('hex')], md5: md5.digest('base64'), body, parts: [] }
   await writeObject(ctx, key, file, headers, null)
 }
 
@@ -81,14 +81,14 @@ async function writeObject(ctx: PublishContext, key: string, file: LocalFile, he
       etag = await putMultipart(ctx, common, source!, file.size, file.parts)
     }
     if (await isVerified(ctx, key, file, etag)) return
-    if (attempt === 3) throw new PublishError(`PUT s3://${ctx.bucket}/${key}: the store keeps answering ETag ${etag ?? 'none'}, expected ${file.etag}; not publishing a pointer to it`)
+    if (attempt === 3) throw new PublishError(`PUT s3://${ctx.bucket}/${key}: the store keeps answering ETag ${etag ?? 'none'}, expected ${file.etags.join(' or ')}; not publishing a pointer to it`)
   }
 }
 
 /** The returned ETag is the MD5 the store computed; a store whose ETags are not MD5s is checked by HEAD (size and SHA-256 metadata). */
 async function isVerified(ctx: PublishContext, key: string, file: LocalFile, etag: string | undefined): Promise<boolean> {
   const tag = etag?.replace(/"/g, '')
-  if (tag && /^[0-9a-f]{32}(-\d+)?$/.test(tag)) return tag === file.etag
+  if (tag && /^[0-9a-f]{32}(-\d+)?$/.test(tag)) return file.etags.includes(tag)
   const head = await headObject(ctx, key)
   return head !== null && head.ContentLength === file.size && head.Metadata?.sha256 === file.sha256
 }
@@ -98,7 +98,7 @@ async function isInPlace(ctx: PublishContext, key: string, file: LocalFile): Pro
   const head = await headObject(ctx, key)
   if (!head || head.ContentLength !== file.size || head.Metadata?.sha256 !== file.sha256) return false
   const tag = head.ETag?.replace(/"/g, '')
-  return !tag || !/^[0-9a-f]{32}(-\d+)?$/.test(tag) || tag === file.etag
+  return !tag || !/^[0-9a-f]{32}(-\d+)?$/.test(tag) || file.etags.includes(tag)
 }
 
 /** Reads a small file whole; streams a large one to hash it and the MD5s of its parts. */
@@ -107,15 +107,17 @@ async function readLocalFile(file: string, partSize: number): Promise<LocalFile>
   if (size <= partSize) {
     const body = readFileSync(file)
     const md5 = createHash('md5').update(body)
-    return { size, sha256: createHash('sha256').update(body).digest('hex'), etag: md5.copy().digest('hex'), md5: md5.digest('base64'), body, parts: [] }
+    return { size, sha256: createHash('sha256').update(body).digest('hex'), etags: [md5.copy().digest('hex')], md5: md5.digest('base64'), body, parts: [] }
   }
   const sha = createHash('sha256')
+  const whole = createHash('md5')
   const parts: Buffer[] = []
   let part = createHash('md5')
   let inPart = 0
   for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {
     let bytes = chunk as Buffer
     sha.update(bytes)
+    whole.update(bytes)
     while (bytes.length > 0) {
       const take = Math.min(bytes.length, partSize - inPart)
       part.update(bytes.subarray(0, take))
@@ -129,7 +131,8 @@ async function readLocalFile(file: string, partSize: number): Promise<LocalFile>
     }
   }
   if (inPart > 0) parts.push(part.digest())
-  // The ETag S3 gives a multipart object: MD5 of the concatenated part MD5s, a dash, the part count.
-  const etag = `${createHash('md5').update(Buffer.concat(parts)).digest('hex')}-${parts.length}`
-  return { size, sha256: sha.digest('hex'), etag, md5: null, body: null, parts: parts.map((p) => p.toString('base64')) }
+  // S3 and MinIO give a multipart object the MD5 of the concatenated part MD5s, a dash and the
+  // part count; some stores (s3rver) the MD5 of the whole object. Either proves the bytes.
+  const etags = [`${createHash('md5').update(Buffer.concat(parts)).digest('hex')}-${parts.length}`, whole.digest('hex')]
+  return { size, sha256: sha.digest('hex'), etags, md5: null, body: null, parts: parts.map((p) => p.toString('base64')) }
 }
