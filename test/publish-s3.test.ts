@@ -138,11 +138,16 @@ beforeAll(async () => {
     if (isPut && slowDownEvery > 0 && putCount % slowDownEvery === 0) return refuse(503, 'SlowDown')
     setTimeout(
       () => {
+        // A client killed mid-request (the SIGKILL test) must not leave a half-sent body open at s3rver.
+        if (req.destroyed) return
         const upstream = request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers }, (up) => {
           res.writeHead(up.statusCode!, up.headers)
           up.pipe(res)
         })
         upstream.on('error', () => res.destroy())
+        res.on('close', () => {
+          if (!res.writableFinished) upstream.destroy()
+        })
         req.pipe(upstream)
       },
       isPut ? putDelayMs : 0,
@@ -213,5 +218,130 @@ describe('publish to S3-compatible storage', () => {
     for (const [name, file] of listReleaseFiles()) {
       expect(readFileSync(path.join(local, name)).equals(readFileSync(file)), name).toBe(true)
     }
+  })
+
+  it('after an edit, an addition and two removals writes only what changed; removed names stay for their retention; 503s are retried', async () => {
+    editSummary('sodium', 'Edited for the bucket')
+    const versions = path.join(data, 'projects', 'sodium', 'versions')
+    cpSync(path.join(versions, '0.5.11+mc1.21'), path.join(versions, '0.5.12+mc1.21'), { recursive: true })
+    rmSync(path.join(versions, '0.5.12+mc1.21', 'sodium-fabric-0.5.11+mc1.21.jar'))
+    writeFileSync(path.join(versions, '0.5.12+mc1.21', 'sodium-fabric-0.5.12+mc1.21.jar'), 'a new jar for the bucket')
+    const v = JSON.parse(readFileSync(path.join(versions, '0.5.11+mc1.21.json'), 'utf8'))
+    const file = { ...v.files[0], id: 'Qq1Ww2Ee', filename: 'sodium-fabric-0.5.12+mc1.21.jar', path: '0.5.12+mc1.21/sodium-fabric-0.5.12+mc1.21.jar' }
+    writeFileSync(path.join(versions, '0.5.12+mc1.21.json'), JSON.stringify({ ...v, id: 'Zz9Yy8Xx', versionNumber: '0.5.12+mc1.21', publishedAt: '2024-07-01T09:00:00Z', files: [file] }))
+    cpSync(path.join(data, 'projects', 'archipelago-survival'), path.join(root, 'saved-archipelago'), { recursive: true })
+    rmSync(path.join(data, 'projects', 'archipelago-survival'), { recursive: true })
+    rmSync(path.join(data, 'projects', 'mossy-ruins'), { recursive: true })
+    const pointer = await build()
+    slowDownEvery = 7
+    const result = await publish().finally(() => (slowDownEvery = 0))
+    expect(result).toMatchObject({ status: 'published', serial: 2, previous: 1, resumed: 0, deleted: 0 })
+    expect(seen.filter((s) => s.status === 503).length).toBeGreaterThan(0)
+    const content = releasePuts().filter((k) => !k.startsWith('prod/mirror/'))
+    expect(content.sort()).toEqual(changedKeys(pointer).sort())
+    expect(content.some((k) => k.startsWith('prod/objects/') && k.endsWith('/sodium-fabric-0.5.12+mc1.21.jar'))).toBe(true)
+    expect(result.unchanged).toBeGreaterThanOrEqual(pointer.changes.unchanged)
+    await expectBucketMatchesRelease()
+    // Still there for readers of the previous pointer and for cached JSON naming them.
+    const removed = removedNames(pointer)
+    expect(removed.some((n) => n.includes('archipelago-survival'))).toBe(true)
+    expect(removed.some((n) => n.includes('mossy-ruins'))).toBe(true)
+    for (const name of removed) expect((await getFromBucket(name)).status, name).toBe(200)
+  })
+
+  it('deletes removed names once their retention has passed, except those the live release has again; a mirror catches up by the feed', async () => {
+    const r2 = pointerSchema.parse(JSON.parse(readFileSync(path.join(dist, 'current', POINTER_NAME), 'utf8')))
+    const removed = removedNames(r2)
+    cpSync(path.join(root, 'saved-archipelago'), path.join(data, 'projects', 'archipelago-survival'), { recursive: true })
+    await build()
+    const result = await publish({ retainSeconds: 0 })
+    expect(result).toMatchObject({ status: 'published', serial: 3, previous: 2 })
+    const live = listReleaseFiles()
+    const stillRemoved = removed.filter((n) => !live.has(n))
+    const restored = removed.filter((n) => live.has(n))
+    expect(stillRemoved.length).toBeGreaterThan(0)
+    expect(restored.some((n) => n.includes('archipelago-survival'))).toBe(true)
+    for (const name of stillRemoved) expect((await getFromBucket(name)).status, name).toBe(404)
+    // Retired mirror documents: the manifests of releases 1 and 2 and their snapshots.
+    for (const id of ['00000001', '00000002']) {
+      expect((await getFromBucket(indexFile(id))).status).toBe(404)
+      expect((await getFromBucket(`public/mirror/snapshot-${id}.sqlite`)).status).toBe(404)
+    }
+    expect(result.deleted).toBeGreaterThanOrEqual(stillRemoved.length + 4)
+    const restoredKeys = new Set(restored.map((n) => resolveKey(PREFIX, n)))
+    expect(seen.filter((s) => s.method === 'DELETE' && restoredKeys.has(s.key))).toEqual([])
+    await expectBucketMatchesRelease()
+
+    const mirror = path.join(root, 'mirror')
+    const synced = await runMirror({ from: `${s3Url}/${BUCKET}/prod`, to: mirror, keep: 2, concurrency: 8, retries: 2, withSnapshot: false, log: () => {} })
+    expect(synced).toMatchObject({ status: 'updated', serial: 3, mode: 'feed' })
+    const local = realpathSync(path.join(mirror, 'current'))
+    for (const [name, file] of listReleaseFiles()) {
+      if (/snapshot-|tree-/.test(name)) continue
+      expect(readFileSync(path.join(local, name)).equals(readFileSync(file)), name).toBe(true)
+    }
+  })
+
+  it('a permanent error names the bucket and key and leaves the pointer; the re-run resumes without writing again what is there', async () => {
+    editSummary('iris', 'Iris, edited for the bucket')
+    editSummary('appleskin', 'AppleSkin, edited for the bucket')
+    editSummary('lithium', 'Lithium, edited for the bucket')
+    const pointer = await build()
+    const before = Buffer.from(await (await getFromBucket(POINTER_NAME)).arrayBuffer())
+    failAfterPuts = 6
+    const failed = await publish().catch((err: unknown) => err)
+    failAfterPuts = null
+    expect(failed).toBeInstanceOf(PublishError)
+    expect((failed as Error).message).toMatch(/^PUT s3:\/\/catalog\/prod\/\S+ failed: AccessDenied \(HTTP 403\)/)
+    const written = releasePuts()
+    expect(written.length).toBeGreaterThanOrEqual(5)
+    expect(written).not.toContain('prod/mirror/pointer.json')
+    // Readers still see release 3, whole.
+    expect(Buffer.from(await (await getFromBucket(POINTER_NAME)).arrayBuffer()).equals(before)).toBe(true)
+
+    const result = await publish()
+    expect(result).toMatchObject({ status: 'published', serial: 4, previous: 3, resumed: written.length })
+    expect(releasePuts().filter((k) => written.includes(k))).toEqual([])
+    expect(result.uploaded + result.resumed).toBe(new Set([...written, ...releasePuts()]).size)
+    expect(changedKeys(pointer).every((k) => written.includes(k) || releasePuts().includes(k))).toBe(true)
+    await expectBucketMatchesRelease()
+  })
+
+  it('killed (SIGKILL) mid-upload, the re-run resumes; a missing bucket fails with its name and a non-zero exit', async () => {
+    editSummary('iris', 'Iris, edited again')
+    editSummary('appleskin', 'AppleSkin, edited again')
+    editSummary('lithium', 'Lithium, edited again')
+    editSummary('modmenu', 'Mod Menu, edited')
+    const pointer = await build()
+    const before = Buffer.from(await (await getFromBucket(POINTER_NAME)).arrayBuffer())
+    const env = { ...process.env, S3_ENDPOINT: proxyUrl, S3_BUCKET: BUCKET, S3_PREFIX: 'prod', AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER' }
+    const cli = (extra: Record<string, string>) =>
+      spawn(path.resolve('node_modules/.bin/vite-node'), ['build/publish-cli.ts', '--', '--dist', dist, '--concurrency', '1'], { env: { ...env, ...extra }, stdio: ['ignore', 'ignore', 'pipe'] })
+    seen = []
+    putDelayMs = 100
+    const child = cli({})
+    let gone = false
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => ((gone = true), resolve(signal))))
+    while (releasePuts().length < 4 && !gone) await new Promise((r) => setTimeout(r, 20))
+    child.kill('SIGKILL')
+    expect(await exited).toBe('SIGKILL')
+    putDelayMs = 0
+    const written = releasePuts()
+    expect(written.length).toBeGreaterThanOrEqual(4)
+    expect(Buffer.from(await (await getFromBucket(POINTER_NAME)).arrayBuffer()).equals(before)).toBe(true)
+
+    const result = await publish()
+    expect(result).toMatchObject({ status: 'published', serial: pointer.serial })
+    // What was written before the kill is kept (a PUT in flight at the kill may have landed too).
+    expect(result.resumed).toBeGreaterThanOrEqual(written.length)
+    expect(releasePuts().filter((k) => written.includes(k))).toEqual([])
+    await expectBucketMatchesRelease()
+
+    const missing = cli({ S3_BUCKET: 'no-such-bucket' })
+    let stderr = ''
+    missing.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+    const code = await new Promise<number | null>((resolve) => missing.on('exit', (c) => resolve(c)))
+    expect(code).toBe(1)
+    expect(stderr).toMatch(/GET s3:\/\/no-such-bucket\/prod\/mirror\/pointer\.json failed: NoSuchBucket \(HTTP 404\).*check S3_BUCKET/)
   })
 })

@@ -19,7 +19,10 @@ export function createPool(size: number): Pool {
   return {
     async run(task) {
       while (inFlight.size >= size) await Promise.race(inFlight)
-      if (failure) throw failure.error
+      if (failure) {
+        await Promise.all(inFlight)
+        throw failure.error
+      }
       const p: Promise<void> = task()
         .catch((error: unknown) => {
           failure ??= { error }
