@@ -160,11 +160,14 @@ beforeAll(async () => {
 afterAll(async () => {
   proxy?.closeAllConnections()
   await new Promise<void>((resolve) => proxy?.close(() => resolve()))
+  // Idle keep-alive sockets of the test's own fetches would hold close() for their timeout.
+  s3?.httpServer?.closeAllConnections()
   await s3?.close()
   rmSync(root, { recursive: true, force: true })
 })
 
-describe('publish to S3-compatible storage', () => {
+// s3rver writes two files per object: a first publish of the sample catalog takes 15–30 s on a busy machine.
+describe('publish to S3-compatible storage', { timeout: 180_000 }, () => {
   it('first publish: every file served by the bucket is byte-identical, with its headers, in order, pointer last', async () => {
     const result = await publish()
     const files = listReleaseFiles()
