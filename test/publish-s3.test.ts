@@ -122,6 +122,9 @@ beforeAll(async () => {
   await build()
   s3 = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: path.join(root, 's3'), configureBuckets: [{ name: BUCKET }] })
   const { port } = await s3.run()
+  // Longer than any client's idle keep-alive: a busy machine must not see the server close a
+  // socket the test's fetch is about to reuse (ECONNRESET).
+  s3.httpServer!.keepAliveTimeout = 120_000
   s3Url = `http://127.0.0.1:${port}`
   let putCount = 0
   proxy = createServer((req, res) => {
@@ -346,5 +349,28 @@ describe('publish to S3-compatible storage', { timeout: 180_000 }, () => {
     const code = await new Promise<number | null>((resolve) => missing.on('exit', (c) => resolve(c)))
     expect(code).toBe(1)
     expect(stderr).toMatch(/GET s3:\/\/no-such-bucket\/prod\/mirror\/pointer\.json failed: NoSuchBucket \(HTTP 404\).*check S3_BUCKET/)
+  })
+
+  it('a name removed, restored and removed again is kept for the retention of its last removal', async () => {
+    const ninjaNames = (): string[] => [...listReleaseFiles().keys()].filter((n) => n.startsWith('public/api/v1/projects/cyber-ninja'))
+    const names = ninjaNames()
+    expect(names.length).toBeGreaterThan(1)
+    await publish()
+    cpSync(path.join(data, 'projects', 'cyber-ninja'), path.join(root, 'saved-cyber-ninja'), { recursive: true })
+    rmSync(path.join(data, 'projects', 'cyber-ninja'), { recursive: true })
+    await build()
+    await publish()
+    const removedAt = Date.now()
+    cpSync(path.join(root, 'saved-cyber-ninja'), path.join(data, 'projects', 'cyber-ninja'), { recursive: true })
+    await build()
+    await publish()
+    rmSync(path.join(data, 'projects', 'cyber-ninja'), { recursive: true })
+    await build()
+    await new Promise((r) => setTimeout(r, Math.max(0, removedAt + 6000 - Date.now())))
+    // The first removal's list is due (older than 5 s), the last one's is not: the skin stays.
+    await publish({ retainSeconds: 5 })
+    for (const name of names) expect((await getFromBucket(name)).status, name).toBe(200)
+    await publish({ retainSeconds: 0 })
+    for (const name of names) expect((await getFromBucket(name)).status, name).toBe(404)
   })
 })

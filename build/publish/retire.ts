@@ -26,21 +26,31 @@ export async function writeRetiredList(ctx: PublishContext, serial: number, name
 
 /** Deletes the names of every list past its retention; the state is written after each list. */
 export async function deleteDueNames(ctx: PublishContext, state: PublishState, now: number): Promise<void> {
+  const isDue = (list: RetiredList): boolean => list.liveAt !== null && Date.parse(list.liveAt) + ctx.options.retainSeconds * 1000 <= now
+  if (!state.retired.some(isDue)) return
   const isLive = createLiveCheck(ctx)
-  for (const list of [...state.retired]) {
-    if (list.liveAt === null || Date.parse(list.liveAt) + ctx.options.retainSeconds * 1000 > now) continue
-    const bytes = await getObjectBytes(ctx, list.key)
-    const names = bytes ? gunzipSync(bytes).toString('utf8').split('\n').filter(Boolean) : []
+  // A name retired again by a younger list (removed, restored, removed) was live in a release
+  // retired less than the retention ago: that list deletes it when its own time comes.
+  const younger = new Set<string>()
+  for (const list of state.retired) if (!isDue(list)) for (const name of await readNames(ctx, list)) younger.add(name)
+  for (const list of state.retired.filter(isDue)) {
+    const names = await readNames(ctx, list)
+    const before = ctx.counts.deleted
     for (const name of names) {
-      if (isLive(name)) continue
+      if (isLive(name) || younger.has(name)) continue
       await ctx.pool.run(() => deleteKey(ctx, resolveKey(ctx.options.prefix, name)))
     }
     await ctx.pool.drain()
     await deleteKey(ctx, list.key, false)
     state.retired = state.retired.filter((l) => l !== list)
     await writePublishState(ctx, state)
-    ctx.options.log(`Deleted the ${names.length} names release ${list.serial} retired (live since ${list.liveAt})`)
+    ctx.options.log(`Deleted ${ctx.counts.deleted - before} of the ${names.length} names release ${list.serial} retired (its pointer went live at ${list.liveAt}); the others are live again or retired later`)
   }
+}
+
+async function readNames(ctx: PublishContext, list: RetiredList): Promise<string[]> {
+  const bytes = await getObjectBytes(ctx, list.key)
+  return bytes ? gunzipSync(bytes).toString('utf8').split('\n').filter(Boolean) : []
 }
 
 /** A membership test against the local release being published (one shard loaded at a time, cached). */
