@@ -18,6 +18,7 @@ export const retiredListSchema = z.object({
   /** When the pointer stopped naming them; null while that pointer is not written yet. */
   liveAt: z.string().nullable(),
 })
+/** A retired list. */
 export type RetiredList = z.infer<typeof retiredListSchema>
 
 /** The publish state document. */
@@ -27,6 +28,7 @@ export const publishStateSchema = z.object({
   published: z.object({ serial: z.number().int().positive(), manifestSha256: z.string(), publishedAt: z.string() }).nullable(),
   retired: z.array(retiredListSchema),
 })
+/** The publish state. */
 export type PublishState = z.infer<typeof publishStateSchema>
 
 /** Key of the state document. */
