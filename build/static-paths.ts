@@ -36,3 +36,15 @@ export function contentTypeOf(filename: string): string {
   const dot = filename.lastIndexOf('.')
   return (dot === -1 ? undefined : contentTypes[filename.slice(dot).toLowerCase()]) ?? 'application/octet-stream'
 }
+
+/** Content type of the pre-rendered API bodies (the shim sends the same). */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
+/** Content types of the mirror documents (build/release/formats.ts) by extension. */
+const mirrorTypes: Record<string, string> = { '.json': 'application/json', '.gz': 'application/gzip', '.sqlite': 'application/vnd.sqlite3' }
+
+/** The Content-Type of a mirror document, from its name. */
+export function mirrorContentTypeOf(name: string): string {
+  const dot = name.lastIndexOf('.')
+  return (dot === -1 ? undefined : mirrorTypes[name.slice(dot)]) ?? 'application/octet-stream'
+}

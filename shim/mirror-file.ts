@@ -7,12 +7,11 @@
 import { statSync } from 'node:fs'
 import path from 'node:path'
 import type { H3Event } from 'h3'
+import { mirrorContentTypeOf } from '../build/static-paths.ts'
 import { IMMUTABLE, mutableCacheControl } from './app.ts'
 import type { ShimContext } from './context.ts'
 import { notFound } from './errors.ts'
 import { sendFile } from './send-file.ts'
-
-const TYPES: Record<string, string> = { '.json': 'application/json', '.gz': 'application/gzip', '.sqlite': 'application/vnd.sqlite3' }
 
 /**
  * Answers GET/HEAD /mirror/<segments>. Security: the segments were checked by isSafePath (no `..`,
@@ -27,5 +26,5 @@ export async function sendMirrorFile(ctx: ShimContext, event: H3Event, segments:
   const mutable = name === 'pointer.json' || name === 'catalog.sqlite'
   // Files of a release never change in place, so inode, size and mtime identify the bytes.
   const etag = `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.floor(st.mtimeMs).toString(36)}"`
-  await sendFile(event, file, { etag, cacheControl: mutable ? mutableCacheControl(ctx) : IMMUTABLE, contentType: TYPES[path.extname(name)] ?? 'application/octet-stream', size: st.size })
+  await sendFile(event, file, { etag, cacheControl: mutable ? mutableCacheControl(ctx) : IMMUTABLE, contentType: mirrorContentTypeOf(name), size: st.size })
 }
