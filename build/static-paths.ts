@@ -24,7 +24,7 @@ export function objectUrlPath(sha256: string, filename: string): string {
 }
 
 /** Content types of file objects by extension; anything else is application/octet-stream. */
-const contentTypes: Record<string, string> = {
+export const OBJECT_CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.jar': 'application/java-archive',
   '.zip': 'application/zip',
   '.mcworld': 'application/zip',
@@ -34,5 +34,5 @@ const contentTypes: Record<string, string> = {
 /** The Content-Type of a file object, from its name. */
 export function contentTypeOf(filename: string): string {
   const dot = filename.lastIndexOf('.')
-  return (dot === -1 ? undefined : contentTypes[filename.slice(dot).toLowerCase()]) ?? 'application/octet-stream'
+  return (dot === -1 ? undefined : OBJECT_CONTENT_TYPES[filename.slice(dot).toLowerCase()]) ?? 'application/octet-stream'
 }

@@ -8,18 +8,20 @@ import { createReadStream, statSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import { createApp, eventHandler, type App, type H3Event } from 'h3'
-import { apiFile, objectFile } from '../build/static-paths.ts'
+import { contentEtag } from '../build/render/etag.ts'
+import { apiFile, contentTypeOf, objectFile } from '../build/static-paths.ts'
+import type { ShimOptions } from './config.ts'
 import type { ShimContext } from './context.ts'
 import { apiError, createErrorHandler, notFound } from './errors.ts'
 import { clientKey, resolveClientIp, unmapAddress } from './client-ip.ts'
 import { rateLimitHeaders } from './rate-limit.ts'
 import { parseRequestTarget, isSafePath } from './request-target.ts'
-import { ALLOWED_METHODS, getRequestState, sendBodyWithCommonHeaders, setCommonHeaders } from './respond.ts'
+import { ALLOWED_METHODS, getRequestState, matchesIfNoneMatch, sendBodyWithCommonHeaders, setCommonHeaders } from './respond.ts'
 import { matchRoute } from './routes/index.ts'
 import { sendMirrorFile } from './mirror-file.ts'
 
 /** Cache-Control of mutable JSON (short max-age, stale-while-revalidate with its delta). */
-export function mutableCacheControl(ctx: ShimContext): string {
+export function mutableCacheControl(ctx: { options: Pick<ShimOptions, 'cacheScope' | 'maxAge' | 'staleWhileRevalidate'> }): string {
   return `${ctx.options.cacheScope}, max-age=${ctx.options.maxAge}, stale-while-revalidate=${ctx.options.staleWhileRevalidate}`
 }
 
@@ -36,13 +38,15 @@ export function createShimApp(ctx: ShimContext): App {
 }
 
 /**
- * A request target the hot path may map to a file without parseRequestTarget: /api/v1/ and one or
+ * Plain segments (regex source, shared with the nginx front config, shim/front-config.ts): a request
+ * target the hot path may map to a file without parseRequestTarget: /api/v1/ and one or
  * more segments of safe characters, none starting with a dot (so never `.` or `..`), at most 255
  * long, no `%` (nothing to decode), no `?`, no trailing slash. Such a path decodes to itself and
  * passes isSafePath, so the file is exactly the one the general path would read (apiFile: the
  * release's public/api/v1/<path>.json). Anything else takes the general path.
  */
-const PLAIN_API_PATH = /^\/api\/v1(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254})+$/
+export const PLAIN_SEGMENTS = '(?:/[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254})+'
+const PLAIN_API_PATH = new RegExp(`^/api/v1${PLAIN_SEGMENTS}$`)
 
 interface FixedHeaders {
   cacheControl: string
@@ -129,11 +133,11 @@ async function sendObject(ctx: ShimContext, event: H3Event, segments: string[]):
     throw notFound('The file object')
   }
   const { req, res } = event.node
-  const etag = `"${sha256}"`
+  // The object's name carries its SHA-256 (checked when the catalog was loaded): the ETag of its bytes.
+  const etag = contentEtag(sha256!, size)
   res.setHeader('ETag', etag)
   res.setHeader('Cache-Control', IMMUTABLE)
-  const inm = req.headers['if-none-match']
-  if (inm && inm.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag)) {
+  if (matchesIfNoneMatch(req.headers['if-none-match'], etag)) {
     res.statusCode = 304
     res.end()
     return
@@ -148,14 +152,6 @@ async function sendObject(ctx: ShimContext, event: H3Event, segments: string[]):
   await new Promise<void>((resolve, reject) => {
     createReadStream(file).on('error', reject).on('end', resolve).pipe(res)
   })
-}
-
-function contentTypeOf(filename: string): string {
-  const ext = path.extname(filename).toLowerCase()
-  if (ext === '.jar') return 'application/java-archive'
-  if (ext === '.zip' || ext === '.mcworld') return 'application/zip'
-  if (ext === '.png') return 'image/png'
-  return 'application/octet-stream'
 }
 
 /** CORS preflight: 204 allowing GET/HEAD and the headers a client may send (If-None-Match included). */
