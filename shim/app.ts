@@ -38,15 +38,13 @@ export function createShimApp(ctx: ShimContext): App {
 }
 
 /**
- * Plain segments (regex source, shared with the nginx front config, shim/front-config.ts): a request
- * target the hot path may map to a file without parseRequestTarget: /api/v1/ and one or
+ * A request target the hot path may map to a file without parseRequestTarget: /api/v1/ and one or
  * more segments of safe characters, none starting with a dot (so never `.` or `..`), at most 255
  * long, no `%` (nothing to decode), no `?`, no trailing slash. Such a path decodes to itself and
  * passes isSafePath, so the file is exactly the one the general path would read (apiFile: the
  * release's public/api/v1/<path>.json). Anything else takes the general path.
  */
-export const PLAIN_SEGMENTS = '(?:/[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254})+'
-const PLAIN_API_PATH = new RegExp(`^/api/v1${PLAIN_SEGMENTS}$`)
+const PLAIN_API_PATH = /^\/api\/v1(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254})+$/
 
 interface FixedHeaders {
   cacheControl: string

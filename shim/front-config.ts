@@ -3,10 +3,10 @@
  * files for the requests the shim would answer from a file anyway, with the shim's headers, and
  * proxies everything else to the shim. Pure: options in, configuration text out.
  *
- * Routing is decided on the raw request target, with the shim's own hot-path rule (PLAIN_SEGMENTS):
- * a GET/HEAD whose target has no query and nothing to decode (no `%` in API and mirror paths, no
- * segment starting with a dot, no empty segment) maps to exactly the file the shim would read, so
- * nginx never serves a file the shim would not (encoded slashes, `..`, `//` all go to the shim).
+ * Routing is decided on the raw request target (SEGMENT below): a GET/HEAD with no query whose
+ * segments decode, in nginx as in the shim, to plain names (no segment starting with a dot, none
+ * empty, no encoded `/` or `\`) maps to exactly the file the shim would read, so nginx never
+ * serves a file the shim would not (encoded slashes, `..`, `//` all go to the shim).
  * If-Match and If-Unmodified-Since go to the shim too: nginx would answer them with 412s the shim
  * never sends. A miss falls through to the shim, which answers 404 in the envelope.
  *
@@ -17,7 +17,7 @@
  */
 import { z } from 'zod'
 import { OBJECT_CONTENT_TYPES } from '../build/static-paths.ts'
-import { IMMUTABLE, mutableCacheControl, PLAIN_SEGMENTS } from './app.ts'
+import { IMMUTABLE, mutableCacheControl } from './app.ts'
 import { MIRROR_CONTENT_TYPES, MUTABLE_MIRROR_NAMES } from './mirror-file.ts'
 import { EXPOSED_HEADERS, JSON_TYPE } from './respond.ts'
 
@@ -39,8 +39,8 @@ export const frontConfigOptionsSchema = z.object({
   maxAge: z.number().int().nonnegative(),
   staleWhileRevalidate: z.number().int().nonnegative(),
   /**
-   * Requests per minute per client address that nginx itself allows on static reads (limit_req,
-   * burst = the same number, 429 in the envelope past it); 0 = static reads are not limited by nginx.
+   * Requests per minute per client address that nginx itself allows on static reads (limit_req: a
+   * burst of that many, then the same average rate; 429 in the envelope past it); 0 = not limited.
    */
   staticRateLimit: z.number().int().nonnegative().default(0),
   /** Seconds nginx may keep using an open file after `current` moved (open_file_cache_valid). */
@@ -50,16 +50,27 @@ export const frontConfigOptionsSchema = z.object({
    * complete nginx.conf (daemon off, pid, logs and temp paths under that folder), as the tests run it.
    */
   completePrefix: confWord.regex(/^\//, 'must be an absolute path').nullable().default(null),
+  /** `user` of a complete configuration's workers (a root master runs them as nobody otherwise, who may not read the release). */
+  user: confWord.nullable().default(null),
   /** worker_processes of a complete configuration. */
   workers: z.union([z.number().int().positive(), z.literal('auto')]).default('auto'),
 })
 export type FrontConfigOptions = z.input<typeof frontConfigOptionsSchema>
 
 /**
- * Object names nginx serves itself: what encodeURIComponent leaves alone, plus upper-case escapes
- * of bytes other than `/`, `.`, `\`, DEL and controls, not starting with a dot. The decoded name is
- * then one plain segment (the file the shim would read) and the raw name is the shim's
- * Content-Disposition value for links the API gives out. Anything else goes to the shim.
+ * A path segment nginx may map to a file itself: characters that need no decoding (unreserved and
+ * the sub-delims a client may leave raw, such as `+` in version numbers) and escapes of bytes other
+ * than `/`, `\`, DEL and controls, not starting with a dot (so never `.` or `..`, encoded or not).
+ * nginx decodes such a segment exactly as the shim's decodeURIComponent does, into one segment that
+ * passes the shim's isSafePath, so it opens the file the shim would open. Anything else (encoded
+ * slashes, dot segments, `//`, NUL, malformed escapes) goes to the shim.
+ */
+const SEGMENT = `(?:[A-Za-z0-9_~!*'()+,;=:@-]|%(?!2[Ee]|2[Ff]|5[Cc]|7[Ff])[2-9A-Fa-f][0-9A-Fa-f])(?:[A-Za-z0-9._~!*'()+,;=:@-]|%(?!2[Ff]|5[Cc]|7[Ff])[2-9A-Fa-f][0-9A-Fa-f]){0,254}`
+
+/**
+ * Object names nginx serves itself: a SEGMENT in encodeURIComponent's alphabet (upper-case escapes,
+ * no raw sub-delims), so that the raw name is the shim's Content-Disposition value for the links
+ * the API gives out. Other spellings go to the shim.
  */
 const OBJECT_NAME = `(?:[A-Za-z0-9_!~*'()-]|%(?!2E|2F|5C|7F)[2-9A-F][0-9A-F])(?:[A-Za-z0-9._!~*'()-]|%(?!2F|5C|7F)[2-9A-F][0-9A-F]){0,254}`
 
@@ -83,9 +94,9 @@ function renderHttpLevel(o: Options): string[] {
     `# Static candidates, on the raw target: the shim's plain-path rule (nothing to decode, no query).`,
     `map $request_uri $catalog_static_kind {`,
     `  default "";`,
-    `  "~^/api/v1${PLAIN_SEGMENTS}$" api;`,
+    `  "~^/api/v1(?:/${SEGMENT})+$" api;`,
     `  "~^/objects/[0-9a-f]{64}/(?<catalog_object_name>${OBJECT_NAME})$" object;`,
-    `  "~^/mirror${PLAIN_SEGMENTS}$" mirror;`,
+    `  "~^/mirror(?:/${SEGMENT})+$" mirror;`,
     `}`,
     `# nginx honours * in If-None-Match only alone; the shim anywhere in the list.`,
     `map $http_if_none_match $catalog_star_in_list {`,
@@ -136,9 +147,11 @@ function renderServer(o: Options): string[] {
     `  error_page 400 ${ERRORS}/400;`,
     `  error_page 413 ${ERRORS}/413;`,
     `  error_page 414 494 ${ERRORS}/414;`,
-    `  error_page 502 504 ${ERRORS}/503;`,
+    `  error_page 502 504 =503 ${ERRORS}/503;`,
     ...(o.staticRateLimit > 0 ? [`  error_page 429 ${ERRORS}/429;`] : []),
     `  error_page 418 = @shim;`,
+    `  # A request sent to the shim by error_page 418 may still meet nginx's own errors (502 when the shim is down).`,
+    `  recursive_error_pages on;`,
     `  # Only a request for an internal location itself is a 404 of nginx's: the shim answers it.`,
     `  error_page 404 = @shim;`,
     `  location /api/v1/ {`,
@@ -205,7 +218,8 @@ function renderStaticHeaders(o: Options, headers: Record<string, string>, defaul
   return [
     `    types {${[...byType].map(([type, exts]) => ` ${type} ${exts.join(' ')};`).join('')} }`,
     `    default_type "${defaultType}";`,
-    ...(o.staticRateLimit > 0 ? [`    limit_req zone=catalog_static burst=${o.staticRateLimit} nodelay;`, `    limit_req_status 429;`] : []),
+    // burst = N - 1 with nodelay: N reads at once, then one per 60/N seconds (a leaky bucket, not the shim's fixed window).
+    ...(o.staticRateLimit > 0 ? [`    limit_req zone=catalog_static burst=${o.staticRateLimit - 1} nodelay;`, `    limit_req_status 429;`] : []),
     ...renderCommonHeaders(o),
     ...Object.entries(headers).map(([name, value]) => `    add_header ${name} "${value}" always;`),
     `    # The shim sends no Last-Modified (the mtime is the content mtime, not a date).`,
@@ -234,7 +248,7 @@ function renderComplete(o: Options, prefix: string, body: string): string {
     .join('\n')
   return `${HEADER}
 daemon off;
-worker_processes ${o.workers};
+${o.user ? `user ${o.user};\n` : ''}worker_processes ${o.workers};
 pid ${prefix}/nginx.pid;
 error_log ${prefix}/error.log warn;
 events {

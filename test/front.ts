@@ -27,7 +27,9 @@ export async function startNginxFront(options: Omit<FrontConfigOptions, 'listen'
   // nginx binds the port itself: find a free one, retry if another process takes it meanwhile.
   for (let attempt = 0; ; attempt++) {
     const port = await findFreePort()
-    const config = renderFrontConfig({ ...options, listen: `127.0.0.1:${port}`, completePrefix: prefix, workers: 1 })
+    // As root, nginx would run its worker as nobody, who cannot read a test's private temp dirs.
+    const user = process.getuid?.() === 0 ? 'root' : null
+    const config = renderFrontConfig({ ...options, listen: `127.0.0.1:${port}`, completePrefix: prefix, workers: 1, user })
     const conf = path.join(prefix, 'nginx.conf')
     writeFileSync(conf, config)
     const child = spawn(NGINX, ['-p', prefix, '-e', path.join(prefix, 'error.log'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] })
@@ -43,6 +45,10 @@ export async function startNginxFront(options: Omit<FrontConfigOptions, 'listen'
       await Promise.race([closed, new Promise((r) => setTimeout(r, 5000))])
       if (!exited) child.kill('SIGKILL')
       await closed
+    }
+    if (up && !(await servesStatic(origin))) {
+      await close()
+      throw new Error(`nginx answers but does not serve the release itself (a file it cannot read falls through to the shim): see ${prefix}/error.log\n${readLog(prefix)}`)
     }
     if (up) {
       return {
@@ -88,6 +94,16 @@ async function waitUntilListening(port: number, gone: () => boolean): Promise<bo
     await new Promise((r) => setTimeout(r, 20))
   }
   return false
+}
+
+/**
+ * Whether nginx serves a file of the release itself: every release has the OpenAPI document, and
+ * only nginx's request ids are 32 hex digits (the shim's are UUIDs). Without this check a release
+ * nginx cannot read would silently be served by the shim behind it and the front tests prove nothing.
+ */
+async function servesStatic(origin: string): Promise<boolean> {
+  const res = await fetch(`${origin}/api/v1/openapi.json`, { method: 'HEAD' })
+  return res.status === 200 && /^[0-9a-f]{32}$/.test(res.headers.get('x-request-id') ?? '')
 }
 
 function readLog(prefix: string): string {
