@@ -90,6 +90,8 @@ function renderHttpLevel(o: Options): string[] {
     `upstream catalog_shim {`,
     `  server ${o.shim};`,
     `  keepalive 32;`,
+    `  # Shorter than the shim's keep-alive (65 s): nginx closes an idle connection before the shim does.`,
+    `  keepalive_timeout 60s;`,
     `}`,
     `# Static candidates, on the raw target: the shim's plain-path rule (nothing to decode, no query).`,
     `map $request_uri $catalog_static_kind {`,

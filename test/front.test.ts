@@ -186,12 +186,21 @@ describe('nginx in front of the shim', () => {
     expect(shim.shimRequests() - before).toBe(files.length * 2)
   })
 
-  it("stamps every stored body with its content mtime, the mtime nginx's ETag is made of", () => {
-    for (const file of listServedFiles(shim.ctx.release.dir)) {
+  it("stamps every stored body with its content mtime, the mtime nginx's ETag is made of, in the release and in its archive", () => {
+    const releaseDir = shim.ctx.release.dir
+    const extracted = mkdtempSync(path.join(root, 'tree-'))
+    const archive = readdirSync(path.join(releaseDir, 'public', 'mirror')).find((n) => n.endsWith('.tar.gz'))!
+    execFileSync('tar', ['-xzf', path.join(releaseDir, 'public', 'mirror', archive), '-C', extracted])
+    let checked = 0
+    for (const file of listServedFiles(releaseDir)) {
       if (!file.sha256) continue
-      const mtime = Math.floor(statSync(path.join(shim.ctx.release.dir, file.name)).mtimeMs / 1000)
+      const mtime = Math.floor(statSync(path.join(releaseDir, file.name)).mtimeMs / 1000)
       expect(mtime, file.name).toBe(contentMtime(file.sha256))
+      if (!file.name.startsWith('public/api/')) continue
+      expect(Math.floor(statSync(path.join(extracted, file.name)).mtimeMs / 1000), `archive ${file.name}`).toBe(contentMtime(file.sha256))
+      checked++
     }
+    expect(checked).toBeGreaterThan(1000)
   })
 
   it('swaps releases without a 404: nginx serves the new bytes within open_file_cache_valid, with the shim ETag', async () => {

@@ -10,9 +10,13 @@ import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { finished } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
+import { contentMtime } from '../render/etag.ts'
 
-/** Writes `target` holding `public/api` of the release; `mtime` (seconds) is stamped on every entry. */
-export async function writeArchive(releaseDir: string, target: string, mtime: number): Promise<void> {
+/**
+ * Writes `target` holding `public/api` of the release. Each entry carries its body's content mtime
+ * (build/render/etag.ts), so a tree extracted with `tar -xzf` gets nginx the API's ETags.
+ */
+export async function writeArchive(releaseDir: string, target: string): Promise<void> {
   const tmp = `${target}.tmp`
   const gzip = createGzip({ level: 6 })
   const out = gzip.pipe(createWriteStream(tmp))
@@ -25,6 +29,7 @@ export async function writeArchive(releaseDir: string, target: string, mtime: nu
     for await (const line of lines) {
       if (!line.startsWith('public/api/')) continue
       const [name, sha256] = line.split('\t') as [string, string]
+      const mtime = contentMtime(sha256)
       if (last && last.sha256 === sha256) {
         for (const b of entry(name, '1', 0, mtime, last.name)) await push(b)
         continue

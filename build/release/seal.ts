@@ -53,7 +53,7 @@ export async function sealRelease(input: SealInput): Promise<Pointer> {
   let archive: FileRef | null = null
   if (input.options.archive) {
     const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
-    await writeArchive(releaseDir, path.join(releaseDir, name), Math.floor(Date.parse(createdAt) / 1000))
+    await writeArchive(releaseDir, path.join(releaseDir, name))
     archive = await describe(releaseDir, name)
   }
 

@@ -7,13 +7,14 @@
  */
 
 /**
- * Seconds derived from a body's SHA-256: its first 31 bits. 31 bits keep the value a valid
- * timestamp on every file system (up to 2038, signed 32-bit time_t); with the size beside it a
- * changed body keeps its old ETag with probability about 2^-31 per change.
+ * Seconds derived from a body's SHA-256: its first 30 bits, so a date between 1970 and 2004. Never
+ * in the future (tar, make and backup tools warn about or mishandle future mtimes) and valid on every
+ * file system; with the size beside it, a changed body keeps its old ETag with probability about
+ * 2^-30 per change. These mtimes are not dates: nginx's Last-Modified is removed.
  */
 export function contentMtime(sha256: string | Buffer): number {
   const first = typeof sha256 === 'string' ? Number.parseInt(sha256.slice(0, 8), 16) : sha256.readUInt32BE(0)
-  return first >>> 1
+  return first >>> 2
 }
 
 /** The ETag of a file or body from its (derived or real) mtime in seconds and its size in bytes. */
