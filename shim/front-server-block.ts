@@ -33,6 +33,8 @@ export function renderServerBlock(o: FrontConfig): string[] {
     `  open_file_cache_errors off;`,
     `  sendfile on;`,
     `  tcp_nopush on;`,
+    `  # Compression would make nginx's ETags weak (W/...): the shim sends identity bodies, so does nginx.`,
+    `  gzip off;`,
     `  if_modified_since off;`,
     `  max_ranges 0;`,
     `  etag on;`,
