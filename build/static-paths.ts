@@ -37,6 +37,9 @@ export function contentTypeOf(filename: string): string {
   return (dot === -1 ? undefined : OBJECT_CONTENT_TYPES[filename.slice(dot).toLowerCase()]) ?? 'application/octet-stream'
 }
 
+/** Cache-Control of names that never get other bytes (file objects, content-named mirror documents): shim, nginx and bucket alike. */
+export const IMMUTABLE = 'public, max-age=31536000, immutable'
+
 /** Content type of the pre-rendered API bodies (the shim sends the same). */
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
 

@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import { createApp, eventHandler, type App, type H3Event } from 'h3'
 import { contentEtag } from '../build/render/etag.ts'
-import { apiFile, contentTypeOf, objectFile } from '../build/static-paths.ts'
+import { apiFile, contentTypeOf, IMMUTABLE, objectFile } from '../build/static-paths.ts'
 import type { ShimOptions } from './config.ts'
 import type { ShimContext } from './context.ts'
 import { apiError, createErrorHandler, notFound } from './errors.ts'
@@ -26,8 +26,8 @@ export function mutableCacheControl(ctx: { options: Pick<ShimOptions, 'cacheScop
   return `${ctx.options.cacheScope}, max-age=${ctx.options.maxAge}, stale-while-revalidate=${ctx.options.staleWhileRevalidate}`
 }
 
-/** Cache-Control of content-addressed file objects. */
-export const IMMUTABLE = 'public, max-age=31536000, immutable'
+/** Cache-Control of content-addressed file objects (one definition for the shim, nginx and the bucket). */
+export { IMMUTABLE }
 
 /** Creates the h3 app over a shim context. */
 export function createShimApp(ctx: ShimContext): App {

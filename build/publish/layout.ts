@@ -7,11 +7,8 @@
  */
 import type { FileRef, ManifestIndex, Pointer } from '../release/formats.ts'
 import { fileUrl, MIRROR_DIR, shardFile } from '../release/manifest.ts'
-import { contentTypeOf, JSON_CONTENT_TYPE, mirrorContentTypeOf } from '../static-paths.ts'
+import { contentTypeOf, IMMUTABLE, JSON_CONTENT_TYPE, mirrorContentTypeOf } from '../static-paths.ts'
 import type { PublishSettings } from './options.ts'
-
-/** Cache-Control of names that never change bytes (the shim's for file objects). */
-export const IMMUTABLE = 'public, max-age=31536000, immutable'
 
 /** Cache-Control of the pointer and the catalog: names reused by every release, revalidated on each read. */
 export const REVALIDATE = 'public, no-cache'
