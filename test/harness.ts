@@ -4,8 +4,7 @@
  */
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { toNodeListener } from 'h3'
-import { createShimApp } from '../shim/app.ts'
+import { createShimListener } from '../shim/app.ts'
 import { resolveShimOptions, type ShimOptions } from '../shim/config.ts'
 import { createShimContext, type ShimContext, type ShimDependencies } from '../shim/context.ts'
 import { configureServer } from '../shim/server.ts'
@@ -27,13 +26,13 @@ export interface TestServer {
 export async function startServer(distDir: string, overrides: Partial<ShimOptions> = {}, deps: ShimDependencies = {}): Promise<TestServer> {
   const options = resolveShimOptions({ host: '127.0.0.1', port: 0, distDir, releasePollMs: 0, rateLimit: 1_000_000, ...overrides }, {})
   const ctx = await createShimContext(options, deps)
-  const listener = toNodeListener(createShimApp(ctx))
+  const listener = createShimListener(ctx)
   let errors = 0
   const server = createServer((req, res) => {
     res.on('finish', () => {
       if (res.statusCode >= 500) errors++
     })
-    void listener(req, res)
+    listener(req, res)
   })
   configureServer(server)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
