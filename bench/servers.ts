@@ -1,6 +1,6 @@
 /**
  * Starts the three servers compared on the same files: the shim exactly as `npm run serve` starts
- * it (tsc into .out/, then plain node .out/shim/cli.js, listhen), nginx with one worker over the
+ * it (tsc into .out/, then plain node .out/shim/cli.js), nginx with one worker over the
  * same release tree, and the raw node:http server (compiled the same way). Every server listens on
  * 127.0.0.1 only and is stopped by the pid we started.
  */

@@ -50,7 +50,7 @@ async function writeReference(db: Db): Promise<void> {
   const settings = JSON.parse(catalog!.json) as { name: string; game: string }
   await db.run(`INSERT INTO meta VALUES ('name', ?), ('game', ?)`, [settings.name, settings.game])
   await db.exec(`
-    INSERT INTO reference SELECT 'category', row_number() OVER (ORDER BY project_type = 'skin', project_type = 'map', project_type, json->>'group', json->>'name'), project_type, json FROM s_categories;
+    INSERT INTO reference SELECT 'category', row_number() OVER (ORDER BY project_type = 'skin', project_type = 'map', project_type, json->>'group', json->>'name', slug), project_type, json FROM s_categories;
     INSERT INTO reference SELECT 'type', row_number() OVER (ORDER BY slug = 'skin', slug = 'map', slug), NULL, json FROM s_types WHERE json->>'enabled';
     INSERT INTO reference SELECT 'game-version', row_number() OVER (ORDER BY json->>'releasedAt' DESC, version DESC), json->>'type', json FROM s_game_versions;
   `)
@@ -63,12 +63,14 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
     CREATE UNIQUE INDEX temp.visible_projects_id ON visible_projects(id);
     INSERT INTO versions (id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at, source_json)
       SELECT v.id, v.project_id, v.version_number, v.json->>'channel',
-        row_number() OVER (PARTITION BY v.project_id ORDER BY v.json->>'publishedAt' DESC, v.json->>'createdAt' DESC, v.id) - 1,
+        row_number() OVER (PARTITION BY v.project_id ORDER BY v.json->>'publishedAt' DESC, v.json->>'createdAt' DESC, v.id) - 1 AS rank,
         v.json->'gameVersions', v.json->'platforms', v.json->>'downloads', v.json->>'createdAt', v.json->>'publishedAt', v.json
-      FROM s_versions v WHERE v.status = 'published' AND v.project_id IN visible_projects;
+      FROM s_versions v WHERE v.status = 'published' AND v.project_id IN visible_projects
+      ORDER BY v.project_id, rank;
     INSERT INTO files (id, version_id, project_id, position, filename, size, sha256, sha1)
       SELECT f.id, f.version_id, f.project_id, f.idx, f.filename, f.size, f.sha256, f.sha1
-      FROM s_files f WHERE f.version_id IN (SELECT id FROM versions);
+      FROM s_files f WHERE f.version_id IN (SELECT id FROM versions)
+      ORDER BY f.project_id, f.version_id, f.idx, f.id;
   `)
   await db.exec(versionIndexes)
   if (ctx.options.countersFile && existsSync(ctx.options.countersFile)) {

@@ -1,6 +1,7 @@
 /** Defaults of a build and their resolution from the environment (read only by build/cli.ts). */
 import path from 'node:path'
 import type { BuildOptions } from './context.ts'
+import { resolveReleaseOptions } from './release/options.ts'
 
 /** Default build options. */
 export const buildDefaults = {
@@ -26,6 +27,7 @@ export function resolveBuildOptions(
     keepReleases: overrides.keepReleases ?? (Number.isInteger(keep) && keep > 0 ? keep : buildDefaults.keepReleases),
     countersFile: overrides.countersFile !== undefined ? overrides.countersFile : path.resolve(env.COUNTERS_FILE ?? path.join(distDir, 'counters.sqlite')),
     sourceRevision: overrides.sourceRevision ?? env.SOURCE_REVISION ?? null,
+    release: resolveReleaseOptions(overrides.release, env),
     log: overrides.log ?? ((line) => process.stderr.write(line + '\n')),
   }
 }

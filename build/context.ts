@@ -3,6 +3,7 @@
  * passed explicitly to every build step.
  */
 import type { Db } from './db/sqlite.ts'
+import type { ReleaseOptions } from './release/options.ts'
 
 /** Options of a build (see resolveBuildOptions for defaults and README for the env vars). */
 export interface BuildOptions {
@@ -18,8 +19,10 @@ export interface BuildOptions {
   keepReleases: number
   /** Download counter database to fold into `downloads`, if it exists. */
   countersFile: string | null
-  /** Source revision recorded in the release (e.g. a git commit). */
+  /** Source revision recorded in the release (e.g. a git commit); null: the data folder's git HEAD, if any. */
   sourceRevision: string | null
+  /** Snapshot, archive and feed retention of the release. */
+  release: ReleaseOptions
   /** Print progress and the summary line. */
   log: (line: string) => void
 }

@@ -9,7 +9,8 @@ import type { BuildContext, BuildOptions, Problem } from './context.ts'
 import { openDb } from './db/sqlite.ts'
 import { stagingIndexes, stagingSchema } from './db/schema.ts'
 import { loadSource } from './load.ts'
-import { resolveReleaseOptions, resolveSourceRevision } from './release/options.ts'
+import type { DiffCounts } from './release/formats.ts'
+import { resolveSourceRevision } from './release/options.ts'
 import { abortRelease, prepareRelease, publishRelease, type ReleaseInfo } from './release/publish.ts'
 import { sealRelease } from './release/seal.ts'
 import { createReleaseWriter } from './release/writer.ts'
@@ -19,9 +20,9 @@ import { writeUserFiles } from './static/users.ts'
 import { writeVersionFiles } from './static/versions.ts'
 import { validateCatalog } from './validate.ts'
 
-/** Result of a build. */
+/** Result of a build: `changes` counts every file of the release (served files, catalog, snapshot, archive). */
 export type BuildResult =
-  | { ok: true; release: ReleaseInfo; releaseDir: string; seconds: number }
+  | { ok: true; release: ReleaseInfo; changes: DiffCounts; releaseDir: string; seconds: number }
   | { ok: false; problems: Problem[] }
 
 /** Raised for a catalog that does not validate; carries every problem. */
@@ -68,24 +69,24 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     rmSync(stagingFile, { force: true })
     const stats = writer.finish()
 
-    const release: ReleaseInfo = await sealRelease({
+    const { pointer: release, changes } = await sealRelease({
       releaseDir: pending.dir,
       previousDir: pending.previousDir,
       serial: pending.serial,
       id: pending.id,
       sourceRevision: resolveSourceRevision(options.sourceRevision, options.dataDir),
       stats,
-      options: resolveReleaseOptions(process.env),
+      options: options.release,
       log,
     })
     const releaseDir = publishRelease(options.distDir, pending, options.keepReleases)
     const seconds = Number(secondsSince(started))
-    const c = release.changes
+    const c = changes
     log(
       `Rendered ${stats.files} files (${stats.bodies} bodies, ${(stats.bytes / 1e6).toFixed(1)} MB; ${stats.written} bodies written) in ${seconds}s → release ${release.id}: ` +
-        `${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged`,
+        `${c.added} added, ${c.changed} changed, ${c.removed} removed, ${c.unchanged} unchanged (served files, catalog, snapshot, archive)`,
     )
-    return { ok: true, release, releaseDir, seconds }
+    return { ok: true, release, changes, releaseDir, seconds }
   } catch (err) {
     await staging.close().catch(() => {})
     abortRelease(options.distDir, pending)

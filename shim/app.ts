@@ -4,10 +4,10 @@
  * which use the same renderers. Every response carries the common headers and errors the envelope.
  */
 import path from 'node:path'
-import { createReadStream, statSync } from 'node:fs'
+import { statSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createApp, eventHandler, toNodeListener, type App, type H3Event } from 'h3'
-import { apiFile, objectFile } from '../build/static-paths.ts'
+import { apiFile, contentTypeOf, objectFile } from '../build/static-paths.ts'
 import type { ShimContext } from './context.ts'
 import { apiError, createErrorHandler, notFound } from './errors.ts'
 import { readClientKey } from './client-ip.ts'
@@ -16,6 +16,7 @@ import { parseRequestTarget, isSafePath } from './request-target.ts'
 import { ALLOWED_METHODS, getRequestState, sendBodyWithCommonHeaders, setCommonHeaders } from './respond.ts'
 import { matchRoute } from './routes/index.ts'
 import { sendMirrorFile } from './mirror-file.ts'
+import { sendFile } from './send-file.ts'
 import { PLAIN_API_PATH, serveStaticFastPath, takeFastPathDecision } from './static-fast-path.ts'
 
 /** Cache-Control of mutable JSON (short max-age, stale-while-revalidate with its delta). */
@@ -113,34 +114,13 @@ async function sendObject(ctx: ShimContext, event: H3Event, segments: string[]):
   } catch {
     throw notFound('The file object')
   }
-  const { req, res } = event.node
-  const etag = `"${sha256}"`
-  res.setHeader('ETag', etag)
-  res.setHeader('Cache-Control', IMMUTABLE)
-  const inm = req.headers['if-none-match']
-  if (inm && inm.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag)) {
-    res.statusCode = 304
-    res.end()
-    return
-  }
-  res.setHeader('Content-Type', contentTypeOf(filename!))
-  res.setHeader('Content-Length', size)
-  res.setHeader('Content-Disposition', `attachment; filename*=UTF-8''${encodeURIComponent(filename!)}`)
-  if (req.method === 'HEAD') {
-    res.end()
-    return
-  }
-  await new Promise<void>((resolve, reject) => {
-    createReadStream(file).on('error', reject).on('end', resolve).pipe(res)
+  await sendFile(event, file, {
+    etag: `"${sha256}"`,
+    cacheControl: IMMUTABLE,
+    contentType: contentTypeOf(filename!),
+    size,
+    headers: { 'Content-Disposition': `attachment; filename*=UTF-8''${encodeURIComponent(filename!)}` },
   })
-}
-
-function contentTypeOf(filename: string): string {
-  const ext = path.extname(filename).toLowerCase()
-  if (ext === '.jar') return 'application/java-archive'
-  if (ext === '.zip' || ext === '.mcworld') return 'application/zip'
-  if (ext === '.png') return 'image/png'
-  return 'application/octet-stream'
 }
 
 /** CORS preflight: 204 allowing GET/HEAD and the headers a client may send (If-None-Match included). */

@@ -34,6 +34,18 @@ export interface ShimOptions {
   cacheScope: 'private' | 'public'
   /** Serve this offline snapshot (one SQLite file) instead of a release of distDir (SNAPSHOT). */
   snapshotFile: string | null
+  /** Redis shared by replicas (REDIS_URL); required when a store below is `redis`. */
+  redisUrl: string | null
+  /** Where rate-limit windows live: this process (`memory`) or Redis shared by replicas. */
+  rateLimitStore: 'memory' | 'redis'
+  /** Where downloads are deduplicated and queued: the SQLite counter file only, or Redis first. */
+  downloadStore: 'sqlite' | 'redis'
+  /** Number of shim processes sharing Redis: with Redis down each allows ceil(rateLimit / replicas). */
+  replicas: number
+  /** How long a Redis command may take before the shim falls back (ms). */
+  redisTimeoutMs: number
+  /** With DOWNLOAD_STORE=redis: whether this replica drains Redis into countersFile (the build's file). */
+  downloadDrain: boolean
 }
 
 /** Default shim options. */
@@ -47,7 +59,15 @@ export const shimDefaults = {
   releasePollMs: 2000,
   maxAge: 60,
   staleWhileRevalidate: 600,
+  replicas: 1,
+  redisTimeoutMs: 200,
 } as const
+
+function choice<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T {
+  const v = value === undefined || value === '' ? allowed[0]! : value
+  if (!(allowed as readonly string[]).includes(v)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`)
+  return v as T
+}
 
 function int(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined || value === '') return fallback
@@ -63,7 +83,7 @@ export function resolveShimOptions(
 ): ShimOptions {
   const distDir = path.resolve(overrides.distDir ?? env.DIST_DIR ?? shimDefaults.distDir)
   const snapshot = overrides.snapshotFile !== undefined ? overrides.snapshotFile : env.SNAPSHOT ? path.resolve(env.SNAPSHOT) : null
-  return {
+  const options: ShimOptions = {
     host: overrides.host ?? env.HOST ?? shimDefaults.host,
     port: overrides.port ?? int(env.PORT, shimDefaults.port, 'PORT'),
     distDir,
@@ -79,5 +99,15 @@ export function resolveShimOptions(
     downloadSecretFile: overrides.downloadSecretFile !== undefined ? overrides.downloadSecretFile : (env.DOWNLOAD_SECRET_FILE ?? 'auto'),
     cacheScope: overrides.cacheScope ?? (env.CACHE_SCOPE === 'public' ? 'public' : 'private'),
     snapshotFile: snapshot,
+    redisUrl: overrides.redisUrl !== undefined ? overrides.redisUrl : env.REDIS_URL || null,
+    rateLimitStore: overrides.rateLimitStore ?? choice(env.RATE_LIMIT_STORE, ['memory', 'redis'] as const, 'RATE_LIMIT_STORE'),
+    downloadStore: overrides.downloadStore ?? choice(env.DOWNLOAD_STORE, ['sqlite', 'redis'] as const, 'DOWNLOAD_STORE'),
+    replicas: overrides.replicas ?? Math.max(1, int(env.REPLICAS, shimDefaults.replicas, 'REPLICAS')),
+    redisTimeoutMs: overrides.redisTimeoutMs ?? Math.max(1, int(env.REDIS_TIMEOUT_MS, shimDefaults.redisTimeoutMs, 'REDIS_TIMEOUT_MS')),
+    downloadDrain: overrides.downloadDrain ?? env.DOWNLOAD_DRAIN !== '0',
   }
+  if ((options.rateLimitStore === 'redis' || options.downloadStore === 'redis') && !options.redisUrl) {
+    throw new Error('RATE_LIMIT_STORE=redis or DOWNLOAD_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379)')
+  }
+  return options
 }

@@ -5,8 +5,12 @@
  */
 import { createTrustedProxies, type TrustedProxies } from './client-ip.ts'
 import type { ShimOptions } from './config.ts'
-import { defaultSecretFile, openDownloadCounter, type DownloadCounter } from './download-counter.ts'
+import { openDownloadCounter, type DownloadCounter } from './download-counter.ts'
+import { openRedisDownloadCounter } from './download-counter-redis.ts'
+import { defaultSecretFile } from './download-secret.ts'
 import { createMemoryRateLimiter, type RateLimiter } from './rate-limit.ts'
+import { createRedisRateLimiter } from './rate-limit-redis.ts'
+import { closeRedisClient, createRedisClient, type RedisClient } from './redis.ts'
 import { createSnapshotStatic, openRelease, openSnapshot, resolveLiveRelease, type Release } from './release.ts'
 import { createStaticCache, type StaticCache } from './static-cache.ts'
 
@@ -39,18 +43,26 @@ export async function createShimContext(options: ShimOptions, deps: ShimDependen
   const release = options.snapshotFile ? await openSnapshot(options.snapshotFile) : await openRelease(options.distDir)
   const cache = options.snapshotFile ? createSnapshotStatic(release) : createStaticCache(options.cacheBytes)
   const trustedProxies = createTrustedProxies(options.trustedProxies)
-  const downloads = await openDownloadCounter({
-    file: options.countersFile,
-    secretFile: options.downloadSecretFile === 'auto' ? defaultSecretFile(options.countersFile) : options.downloadSecretFile,
-    now,
-  })
+  // One client for both stores; it connects in the background, so the shim starts without Redis.
+  const redis: RedisClient | null =
+    options.redisUrl && (options.rateLimitStore === 'redis' || options.downloadStore === 'redis') ? createRedisClient(options.redisUrl, options.redisTimeoutMs) : null
+  const secretFile = options.downloadSecretFile === 'auto' ? defaultSecretFile(options.countersFile) : options.downloadSecretFile
+  const downloads =
+    redis && options.downloadStore === 'redis'
+      ? await openRedisDownloadCounter({ file: options.countersFile, redis, secretFile, drain: options.downloadDrain, now })
+      : await openDownloadCounter({ file: options.countersFile, secretFile, now })
+  const limiter =
+    deps.limiter ??
+    (redis && options.rateLimitStore === 'redis'
+      ? createRedisRateLimiter(redis, { limit: options.rateLimit, windowSeconds: options.rateWindowSeconds, replicas: options.replicas, now })
+      : createMemoryRateLimiter(options.rateLimit, options.rateWindowSeconds, now))
   const timers = new Set<NodeJS.Timeout>()
   let swapping: Promise<boolean> | null = null
   const ctx: ShimContext = {
     options,
     release,
     cache,
-    limiter: deps.limiter ?? createMemoryRateLimiter(options.rateLimit, options.rateWindowSeconds, now),
+    limiter,
     trustedProxies,
     downloads,
     now,
@@ -81,6 +93,7 @@ export async function createShimContext(options: ShimOptions, deps: ShimDependen
       clearInterval(poller)
       for (const t of timers) clearTimeout(t)
       await downloads.close()
+      if (redis) await closeRedisClient(redis)
       await ctx.release.db.close()
     },
   }

@@ -4,12 +4,13 @@
  * The pointer and the catalog keep their names from release to release, so they get the short TTL;
  * every other name is never reused for other bytes and is immutable.
  */
-import { createReadStream, statSync } from 'node:fs'
+import { statSync } from 'node:fs'
 import path from 'node:path'
 import type { H3Event } from 'h3'
 import { IMMUTABLE, mutableCacheControl } from './app.ts'
 import type { ShimContext } from './context.ts'
 import { notFound } from './errors.ts'
+import { sendFile } from './send-file.ts'
 
 const TYPES: Record<string, string> = { '.json': 'application/json', '.gz': 'application/gzip', '.sqlite': 'application/vnd.sqlite3' }
 
@@ -26,22 +27,5 @@ export async function sendMirrorFile(ctx: ShimContext, event: H3Event, segments:
   const mutable = name === 'pointer.json' || name === 'catalog.sqlite'
   // Files of a release never change in place, so inode, size and mtime identify the bytes.
   const etag = `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.floor(st.mtimeMs).toString(36)}"`
-  const { req, res } = event.node
-  res.setHeader('ETag', etag)
-  res.setHeader('Cache-Control', mutable ? mutableCacheControl(ctx) : IMMUTABLE)
-  const inm = req.headers['if-none-match']
-  if (inm && inm.split(',').some((t) => t.trim() === '*' || t.trim().replace(/^W\//, '') === etag)) {
-    res.statusCode = 304
-    res.end()
-    return
-  }
-  res.setHeader('Content-Type', TYPES[path.extname(name)] ?? 'application/octet-stream')
-  res.setHeader('Content-Length', st.size)
-  if (req.method === 'HEAD') {
-    res.end()
-    return
-  }
-  await new Promise<void>((resolve, reject) => {
-    createReadStream(file).on('error', reject).on('end', resolve).pipe(res)
-  })
+  await sendFile(event, file, { etag, cacheControl: mutable ? mutableCacheControl(ctx) : IMMUTABLE, contentType: TYPES[path.extname(name)] ?? 'application/octet-stream', size: st.size })
 }

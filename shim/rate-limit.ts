@@ -4,8 +4,9 @@
  * semantics of rate-limiter-flexible's RateLimiterMemory (the window starts at a key's first
  * request; past `limit` the key is refused until the window ends), answered synchronously: the
  * static hot path calls it on every request, and a promise per request cost about 5% of a static
- * read (bench/results/PROFILE.md).
+ * read (bench/results/PROFILE.md). The shared store of replicas is shim/rate-limit-redis.ts.
  */
+import type { RateLimiterRes } from 'rate-limiter-flexible'
 
 /** The outcome of one request against the budget. */
 export interface RateDecision {
@@ -23,6 +24,18 @@ export interface RateLimiter {
   consume(key: string): Promise<RateDecision>
   /** The same as consume, synchronously; only stores that answer from memory have it (a shared store has not). */
   consumeNow?(key: string): RateDecision
+}
+
+/** The decision of a rate-limiter-flexible result against a budget of `limit`. */
+export function decideRate(res: RateLimiterRes, allowed: boolean, limit: number, now: () => number): RateDecision {
+  const ms = Math.max(0, res.msBeforeNext)
+  return {
+    allowed,
+    limit,
+    remaining: allowed ? Math.max(0, res.remainingPoints) : 0,
+    resetEpochSeconds: Math.ceil((now() + ms) / 1000),
+    retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)),
+  }
 }
 
 interface Window {

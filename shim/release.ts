@@ -44,14 +44,15 @@ export async function openRelease(distDir: string): Promise<Release> {
 export async function openSnapshot(file: string): Promise<Release> {
   const real = realpathSync(file)
   const db = await openDb(real, { readonly: true })
-  const id = await db.get<{ value: string }>(`SELECT value FROM snapshot_info WHERE key = 'id'`).catch(() => undefined)
-  if (!id) {
+  const format = await db.get<{ value: string }>(`SELECT value FROM snapshot_info WHERE key = 'format'`).catch(() => undefined)
+  if (!format) {
     await db.close()
     throw new Error(`${file} is not a release snapshot (no snapshot_info table)`)
   }
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
   const dir = `${real}#snapshot`
-  return { dir, publicDir: path.join(dir, 'public'), id: id.value, db, game }
+  // A snapshot names no release (its bytes depend on the data only): its file name stands for it.
+  return { dir, publicDir: path.join(dir, 'public'), id: path.basename(real, '.sqlite'), db, game }
 }
 
 /** The static lookup of a snapshot: `read(<dir>/<release-relative file>)` answers from its tables. */

@@ -2,8 +2,17 @@
  * The one test harness: starts the real shim over a built release on a real socket, and fails any
  * test that made the server answer an unexpected 500.
  */
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import path from 'node:path'
+import { expect } from 'vitest'
+import { resolveBuildOptions } from '../build/config.ts'
+import type { BuildOptions } from '../build/context.ts'
+import { runBuild } from '../build/index.ts'
+import { pointerSchema, type DiffCounts, type Pointer } from '../build/release/formats.ts'
+import { hashBytes, parseChanges, readGzipText, type Change } from '../build/release/manifest.ts'
+import { errorSchema, type Version } from '../build/schema/api.ts'
 import { createShimListener } from '../shim/app.ts'
 import { resolveShimOptions, type ShimOptions } from '../shim/config.ts'
 import { createShimContext, type ShimContext, type ShimDependencies } from '../shim/context.ts'
@@ -54,4 +63,122 @@ export async function startServer(distDir: string, overrides: Partial<ShimOption
 /** Reads a JSON body. */
 export async function json<T = any>(res: Response): Promise<T> {
   return (await res.json()) as T
+}
+
+/** Fetches a path and checks it is the 422 envelope naming `param` (or one of its items) in its details. */
+export async function expectValidationError(server: TestServer, url: string, param: string): Promise<void> {
+  const res = await server.get(url)
+  expect(res.status, url).toBe(422)
+  const body = errorSchema.parse(await json(res))
+  expect(body.error.code).toBe('validation_failed')
+  expect(body.error.details?.some((d) => d.path === param || d.path.startsWith(`${param}[`)), `${url} names ${param}`).toBe(true)
+}
+
+/** A project record of the sample catalog (data/projects/<folder>/project.json), the fields tests use. */
+export interface SampleProject {
+  folder: string
+  project: { id: string; slug: string; status: string }
+}
+
+/** A version record of the sample catalog, the fields tests use. */
+export interface SampleVersion {
+  id: string
+  projectId: string
+  versionNumber: string
+  status: string
+  files: { id: string; path?: string; sha256?: string; sha1?: string }[]
+}
+
+/** Every project of the sample catalog, visible or not. */
+export function listSampleProjects(dataDir = 'data'): SampleProject[] {
+  return readdirSync(path.join(dataDir, 'projects')).map((folder) => ({
+    folder,
+    project: JSON.parse(readFileSync(path.join(dataDir, 'projects', folder, 'project.json'), 'utf8')) as SampleProject['project'],
+  }))
+}
+
+/** Every version record of a sample project folder (none when it has no versions folder). */
+export function readSampleVersions(folder: string, dataDir = 'data'): SampleVersion[] {
+  const dir = path.join(dataDir, 'projects', folder, 'versions')
+  if (!existsSync(dir)) return []
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as SampleVersion)
+}
+
+/** Filters of the versions list and of update matching. */
+export interface VersionFilters {
+  channel?: string[]
+  gameVersion?: string[]
+  platform?: string[]
+}
+
+/** Whether a version passes every filter (any value of a list, all lists together): the test oracle. */
+export function matchesFilters(v: Version, f: VersionFilters): boolean {
+  return (
+    (!f.channel || f.channel.includes(v.channel)) &&
+    (!f.gameVersion || v.gameVersions.some((g) => f.gameVersion!.includes(g))) &&
+    (!f.platform || v.platforms.some((p) => f.platform!.includes(p)))
+  )
+}
+
+/** A copy of the sample catalog in `root/data`, for tests that edit it; returns its folder. */
+export function copySampleData(root: string): string {
+  const data = path.join(root, 'data')
+  cpSync('data', data, { recursive: true })
+  return data
+}
+
+/** A successful build of `dataDir` into `distDir`, with its pointer (checked by its schema). */
+export interface BuiltRelease {
+  pointer: Pointer
+  /** Counts over the whole release: served files, catalog, snapshot and archive. */
+  changes: DiffCounts
+  releaseDir: string
+}
+
+/** Builds `dataDir` into `distDir` quietly (no counters); fails the test with every problem. */
+export async function buildRelease(dataDir: string, distDir: string, overrides: Partial<BuildOptions> = {}): Promise<BuiltRelease> {
+  const result = await runBuild(resolveBuildOptions({ dataDir, distDir, countersFile: null, log: () => {}, ...overrides }))
+  if (!result.ok) throw new Error(result.problems.map((p) => `${p.file}: ${p.path}: ${p.message}`).join('\n'))
+  const pointer = pointerSchema.parse(JSON.parse(readFileSync(path.join(result.releaseDir, 'public/mirror/pointer.json'), 'utf8')))
+  return { pointer, changes: result.changes, releaseDir: result.releaseDir }
+}
+
+/** Sets the summary of a sample project in a copied catalog. */
+export function editSummary(dataDir: string, slug: string, summary: string): void {
+  const file = path.join(dataDir, 'projects', slug, 'project.json')
+  writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), summary }, null, 2))
+}
+
+/** Adds Sodium 0.5.12 (version Zz9Yy8Xx, newest, with one new jar: file Qq1Ww2Ee) to a copied catalog. */
+export function addSodiumVersion(dataDir: string): void {
+  const versions = path.join(dataDir, 'projects', 'sodium', 'versions')
+  cpSync(path.join(versions, '0.5.11+mc1.21'), path.join(versions, '0.5.12+mc1.21'), { recursive: true })
+  rmSync(path.join(versions, '0.5.12+mc1.21', 'sodium-fabric-0.5.11+mc1.21.jar'))
+  writeFileSync(path.join(versions, '0.5.12+mc1.21', 'sodium-fabric-0.5.12+mc1.21.jar'), 'a new jar')
+  const v = JSON.parse(readFileSync(path.join(versions, '0.5.11+mc1.21.json'), 'utf8'))
+  const file = { ...v.files[0], id: 'Qq1Ww2Ee', filename: 'sodium-fabric-0.5.12+mc1.21.jar', path: '0.5.12+mc1.21/sodium-fabric-0.5.12+mc1.21.jar' }
+  writeFileSync(
+    path.join(versions, '0.5.12+mc1.21.json'),
+    JSON.stringify({ ...v, id: 'Zz9Yy8Xx', versionNumber: '0.5.12+mc1.21', name: 'Sodium 0.5.12', createdAt: '2024-07-01T08:00:00Z', publishedAt: '2024-07-01T09:00:00Z', files: [file] }),
+  )
+}
+
+/** The manifest of a release: release-relative name → SHA-256 and size. */
+export function readManifestOf(releaseDir: string): Map<string, { sha256: string; size: number }> {
+  const out = new Map<string, { sha256: string; size: number }>()
+  for (const line of readFileSync(path.join(releaseDir, 'manifest.tsv'), 'utf8').trim().split('\n')) {
+    const [name, sha256, size] = line.split('\t') as [string, string, string]
+    out.set(name, { sha256, size: Number(size) })
+  }
+  return out
+}
+
+/** Names a release added or changed (its own change file, checked against the pointer's SHA-256). */
+export function readChangesOf(releaseDir: string, pointer: Pointer, serial = pointer.serial): Change[] {
+  const entry = pointer.feed.changes.find((e) => e.serial === serial)!
+  const text = readGzipText(readFileSync(path.join(releaseDir, 'public', entry.path)))
+  expect(hashBytes(text)).toBe(entry.sha256)
+  return parseChanges(text)
 }

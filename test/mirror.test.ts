@@ -4,21 +4,19 @@
  * previous release and a re-run completes without starting over; a tampered file is refused.
  */
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { resolveBuildOptions } from '../build/config.ts'
-import { runBuild } from '../build/index.ts'
 import { MirrorRefused, runMirror, type MirrorResult } from '../build/mirror/sync.ts'
 import { pointerSchema, type Pointer } from '../build/release/formats.ts'
-import { fileUrl, parseChanges, readGzipText } from '../build/release/manifest.ts'
-import { startServer, type TestServer } from './harness.ts'
+import { fileUrl } from '../build/release/manifest.ts'
+import { addSodiumVersion, buildRelease, copySampleData, editSummary, readChangesOf, startServer, type TestServer } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'mirror-test-'))
-const data = path.join(root, 'data')
+const data = copySampleData(root)
 const dist = path.join(root, 'dist')
 const mirror = path.join(root, 'mirror')
 
@@ -30,43 +28,42 @@ let served: string[] = []
 let delayMs = 0
 
 async function build(): Promise<Pointer> {
-  const result = await runBuild(resolveBuildOptions({ dataDir: data, distDir: dist, countersFile: null, log: () => {} }))
-  if (!result.ok) throw new Error(result.problems.map((p) => `${p.file}: ${p.path}: ${p.message}`).join('\n'))
+  const { pointer } = await buildRelease(data, dist)
   await origin?.ctx.reload()
-  return pointerSchema.parse(JSON.parse(readFileSync(path.join(result.releaseDir, 'public/mirror/pointer.json'), 'utf8')))
+  return pointer
 }
 
-async function sync(): Promise<MirrorResult> {
+async function sync(withSnapshot = false): Promise<MirrorResult> {
   served = []
-  return runMirror({ from: proxyUrl, to: mirror, keep: 2, concurrency: 16, retries: 2, withSnapshot: false, log: () => {} })
+  return runMirror({ from: proxyUrl, to: mirror, keep: 2, concurrency: 16, retries: 2, withSnapshot, log: () => {} })
 }
 
 /** Files the mirror fetched that are release content (API bodies and objects), not mirror documents. */
 const contentRequests = (): string[] => served.filter((p) => p.startsWith('/api/') || p.startsWith('/objects/'))
 
-/** Asserts the mirror's live release has exactly the origin's files and bytes. */
-function expectSameTree(): void {
+/** Asserts the mirror's live release has exactly the origin's files and bytes (and its snapshot and archive). */
+function expectSameTree(withSnapshot = false): void {
   const live = realpathSync(path.join(dist, 'current'))
   const local = realpathSync(path.join(mirror, 'current'))
   expect(path.basename(local)).toBe(path.basename(live))
   const names = readFileSync(path.join(live, 'manifest.tsv'), 'utf8').trim().split('\n').map((l) => l.split('\t')[0]!)
   names.push('public/mirror/pointer.json', 'public/mirror/catalog.sqlite', 'catalog.sqlite')
+  const pointer = readPointer(live)
+  if (withSnapshot) names.push(`public${pointer.snapshot!.path}`, `public${pointer.archive!.path}`)
   for (const name of names) expect(readFileSync(path.join(local, name)).equals(readFileSync(path.join(live, name))), name).toBe(true)
 }
 
-function editSummary(slug: string, summary: string): void {
-  const file = path.join(data, 'projects', slug, 'project.json')
-  writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), summary }, null, 2))
+/** The pointer of a release folder, checked by its schema. */
+function readPointer(releaseDir: string): Pointer {
+  return pointerSchema.parse(JSON.parse(readFileSync(path.join(releaseDir, 'public/mirror/pointer.json'), 'utf8')))
 }
 
-/** Names added or changed by a release, from its change file. */
+/** Names added or changed by the live release, from its change file. */
 function changedNames(pointer: Pointer): string[] {
-  const entry = pointer.feed.changes.find((e) => e.serial === pointer.serial)!
-  return parseChanges(readGzipText(readFileSync(path.join(dist, 'current/public', entry.path)))).flatMap((c) => (c.kind === 'R' ? [] : [c.entry.path]))
+  return readChangesOf(path.join(dist, 'current'), pointer).flatMap((c) => (c.kind === 'R' ? [] : [c.entry.path]))
 }
 
 beforeAll(async () => {
-  cpSync('data', data, { recursive: true })
   await build()
   // No memory cache: a file changed on disk is served as it is (the tamper test).
   origin = await startServer(dist, { cacheBytes: 0 })
@@ -93,11 +90,12 @@ afterAll(async () => {
 
 describe('mirror', () => {
   it('first run: fetches every file by the manifest, verifies it and matches the origin byte for byte; served by the shim', async () => {
-    const result = await sync()
+    const result = await sync(true)
     expect(result).toMatchObject({ status: 'updated', mode: 'manifest', serial: 1 })
-    const pointer = pointerSchema.parse(JSON.parse(readFileSync(path.join(dist, 'current/public/mirror/pointer.json'), 'utf8')))
+    const pointer = readPointer(path.join(dist, 'current'))
     expect(result.downloaded).toBe(pointer.files)
-    expectSameTree()
+    expect(served).toEqual(expect.arrayContaining(['/mirror/catalog.sqlite', pointer.snapshot!.path, pointer.archive!.path]))
+    expectSameTree(true)
     const local = await startServer(mirror)
     for (const p of ['/projects/sodium', '/projects?q=sodium&limit=3', '/statistics']) {
       expect(await (await local.get(p)).text(), p).toBe(await (await origin.get(p)).text())
@@ -109,24 +107,25 @@ describe('mirror', () => {
     expect((await sync()).status).toBe('up-to-date')
   })
 
-  it('after a rebuild of unchanged data fetches no file at all', async () => {
+  it('after a rebuild of unchanged data fetches no file at all: not the catalog, the snapshot or the archive either', async () => {
+    const before = realpathSync(path.join(mirror, 'current'))
     const pointer = await build()
     expect(pointer.changes).toMatchObject({ added: 0, changed: 0, removed: 0 })
-    const result = await sync()
+    const result = await sync(true)
     expect(result).toMatchObject({ status: 'updated', mode: 'feed', serial: 2, downloaded: 0 })
-    expect(contentRequests()).toEqual([])
-    expectSameTree()
+    // Only the documents that name the new serial: the pointer, the manifest index and the (empty) change file.
+    expect(served.sort()).toEqual(['/mirror/changes/2.tsv.gz', '/mirror/pointer.json', pointer.manifest.path].sort())
+    expectSameTree(true)
+    const previous = readPointer(before)
+    for (const key of ['snapshot', 'archive'] as const) {
+      expect(statSync(path.join(mirror, 'current/public', pointer[key]!.path)).ino, key).toBe(statSync(path.join(before, 'public', previous[key]!.path)).ino)
+    }
+    expect(statSync(path.join(mirror, 'current/catalog.sqlite')).ino).toBe(statSync(path.join(before, 'catalog.sqlite')).ino)
   })
 
   it('after an edit, an addition and a deletion fetches exactly the changed files by the feed', async () => {
-    editSummary('sodium', 'Edited for the mirror')
-    const versions = path.join(data, 'projects', 'sodium', 'versions')
-    cpSync(path.join(versions, '0.5.11+mc1.21'), path.join(versions, '0.5.12+mc1.21'), { recursive: true })
-    rmSync(path.join(versions, '0.5.12+mc1.21', 'sodium-fabric-0.5.11+mc1.21.jar'))
-    writeFileSync(path.join(versions, '0.5.12+mc1.21', 'sodium-fabric-0.5.12+mc1.21.jar'), 'a new jar')
-    const v = JSON.parse(readFileSync(path.join(versions, '0.5.11+mc1.21.json'), 'utf8'))
-    const file = { ...v.files[0], id: 'Qq1Ww2Ee', filename: 'sodium-fabric-0.5.12+mc1.21.jar', path: '0.5.12+mc1.21/sodium-fabric-0.5.12+mc1.21.jar' }
-    writeFileSync(path.join(versions, '0.5.12+mc1.21.json'), JSON.stringify({ ...v, id: 'Zz9Yy8Xx', versionNumber: '0.5.12+mc1.21', publishedAt: '2024-07-01T09:00:00Z', files: [file] }))
+    editSummary(data, 'sodium', 'Edited for the mirror')
+    addSodiumVersion(data)
     rmSync(path.join(data, 'projects', 'archipelago-survival'), { recursive: true })
     const pointer = await build()
     const result = await sync()
@@ -141,9 +140,9 @@ describe('mirror', () => {
   })
 
   it('killed (SIGKILL) mid-sync keeps serving the previous release; the re-run resumes and completes', async () => {
-    editSummary('sodium', 'Edited again')
-    editSummary('iris', 'Iris, edited')
-    editSummary('appleskin', 'AppleSkin, edited')
+    editSummary(data, 'sodium', 'Edited again')
+    editSummary(data, 'iris', 'Iris, edited')
+    editSummary(data, 'appleskin', 'AppleSkin, edited')
     const pointer = await build()
     const changed = changedNames(pointer).length
     expect(changed).toBeGreaterThan(8)
@@ -177,7 +176,7 @@ describe('mirror', () => {
   })
 
   it('refuses a release whose file does not verify and stays on the previous release', async () => {
-    editSummary('sodium', 'Edited a last time')
+    editSummary(data, 'sodium', 'Edited a last time')
     const pointer = await build()
     const before = readlinkSync(path.join(mirror, 'current'))
     // Tamper with a changed body in the origin's live release, in place.

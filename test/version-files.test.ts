@@ -4,47 +4,20 @@
  * versions lists the server returns (files carry their hashes) and from the sample data's blobs.
  */
 import { createHash } from 'node:crypto'
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, versionsByHashSchema, type Version } from '../build/schema/api.ts'
-import { json, startServer, type TestServer } from './harness.ts'
+import { expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer, type VersionFilters } from './harness.ts'
 
-interface SourceFile {
-  id: string
-  path?: string
-  sha256?: string
-  sha1?: string
-}
-interface SourceVersionRecord {
-  id: string
-  status: string
-  files: SourceFile[]
-}
-interface SourceProjectRecord {
-  id: string
-  slug: string
-  status: string
-}
-interface Filters {
-  channel?: string[]
-  gameVersion?: string[]
-  platform?: string[]
-}
-
-const projects = readdirSync('data/projects').map((folder) => ({
-  folder,
-  project: JSON.parse(readFileSync(path.join('data/projects', folder, 'project.json'), 'utf8')) as SourceProjectRecord,
-}))
+const projects = listSampleProjects()
 
 /** Files of hidden versions (non-published versions, and every version of a hidden project), with their hashes. */
 function readHiddenFiles(): { id: string; sha256: string; sha1: string | null }[] {
   const out: { id: string; sha256: string; sha1: string | null }[] = []
   for (const { folder, project } of projects) {
     const dir = path.join('data/projects', folder, 'versions')
-    if (!existsSync(dir)) continue
-    for (const name of readdirSync(dir).filter((f) => f.endsWith('.json'))) {
-      const version = JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as SourceVersionRecord
+    for (const version of readSampleVersions(folder)) {
       if (project.status === 'published' && version.status === 'published') continue
       for (const f of version.files) {
         if (f.path) {
@@ -73,26 +46,10 @@ async function inBatches<T, R>(items: readonly T[], size: number, run: (item: T)
   return out
 }
 
-function matchesFilters(v: Version, f: Filters): boolean {
-  return (
-    (!f.channel || f.channel.includes(v.channel)) &&
-    (!f.gameVersion || v.gameVersions.some((g) => f.gameVersion!.includes(g))) &&
-    (!f.platform || v.platforms.some((p) => f.platform!.includes(p)))
-  )
-}
-
 /** The oracle of update matching: the newest version of the file's project matching every filter. */
-function expectedUpdate(hash: string, f: Filters): Version | undefined {
+function expectedUpdate(hash: string, f: VersionFilters): Version | undefined {
   const owner = byHash.get(hash)![0]!
   return lists.get(owner.projectId)!.find((v) => matchesFilters(v, f))
-}
-
-async function expect422(url: string, param: string): Promise<void> {
-  const res = await server.get(url)
-  expect(res.status, url).toBe(422)
-  const body = errorSchema.parse(await json(res))
-  expect(body.error.code).toBe('validation_failed')
-  expect(body.error.details?.some((d) => d.path === param || d.path.startsWith(`${param}[`)), `${url} names ${param}`).toBe(true)
 }
 
 beforeAll(async () => {
@@ -164,16 +121,16 @@ describe('GET /version-files/{hash}', () => {
   it('422s name the bad parameter: malformed hash, algorithm disagreeing with the length, unknown algorithm', async () => {
     const sha256 = [...byHash.keys()].find((h) => h.length === 64)!
     const sha1 = [...byHash.keys()].find((h) => h.length === 40)!
-    await expect422('/version-files/abc', 'hash')
-    await expect422(`/version-files/${sha1.slice(0, 39)}g`, 'hash')
-    await expect422(`/version-files/${sha256}0`, 'hash')
-    await expect422(`/version-files/${sha256}?algorithm=sha1`, 'hash')
-    await expect422(`/version-files/${sha1}?algorithm=sha256`, 'hash')
-    await expect422(`/version-files/${sha1}?algorithm=md5`, 'algorithm')
-    await expect422('/version-files/abc/update', 'hash')
-    await expect422(`/version-files/${sha256}/update?algorithm=sha1`, 'hash')
-    await expect422(`/version-files/${sha1}/update?channel=nightly`, 'channel')
-    await expect422(`/version-files/${sha1}/update?algorithm=md5`, 'algorithm')
+    await expectValidationError(server, '/version-files/abc', 'hash')
+    await expectValidationError(server, `/version-files/${sha1.slice(0, 39)}g`, 'hash')
+    await expectValidationError(server, `/version-files/${sha256}0`, 'hash')
+    await expectValidationError(server, `/version-files/${sha256}?algorithm=sha1`, 'hash')
+    await expectValidationError(server, `/version-files/${sha1}?algorithm=sha256`, 'hash')
+    await expectValidationError(server, `/version-files/${sha1}?algorithm=md5`, 'algorithm')
+    await expectValidationError(server, '/version-files/abc/update', 'hash')
+    await expectValidationError(server, `/version-files/${sha256}/update?algorithm=sha1`, 'hash')
+    await expectValidationError(server, `/version-files/${sha1}/update?channel=nightly`, 'channel')
+    await expectValidationError(server, `/version-files/${sha1}/update?algorithm=md5`, 'algorithm')
   })
 })
 
@@ -199,14 +156,14 @@ describe('GET /version-files?hashes=', () => {
   it('422s name the bad parameter', async () => {
     const sha256 = [...byHash.keys()].find((h) => h.length === 64)!
     for (const base of ['/version-files', '/version-files/update']) {
-      await expect422(base, 'hashes')
-      await expect422(`${base}?hashes=`, 'hashes')
-      await expect422(`${base}?hashes=${Array.from({ length: 101 }, (_, i) => i.toString(16).padStart(40, '0')).join(',')}`, 'hashes')
-      await expect422(`${base}?hashes=${sha256},xyz`, 'hashes')
-      await expect422(`${base}?hashes=${sha256}&algorithm=sha1`, 'hashes')
-      await expect422(`${base}?hashes=${sha256}&algorithm=md5`, 'algorithm')
+      await expectValidationError(server, base, 'hashes')
+      await expectValidationError(server, `${base}?hashes=`, 'hashes')
+      await expectValidationError(server, `${base}?hashes=${Array.from({ length: 101 }, (_, i) => i.toString(16).padStart(40, '0')).join(',')}`, 'hashes')
+      await expectValidationError(server, `${base}?hashes=${sha256},xyz`, 'hashes')
+      await expectValidationError(server, `${base}?hashes=${sha256}&algorithm=sha1`, 'hashes')
+      await expectValidationError(server, `${base}?hashes=${sha256}&algorithm=md5`, 'algorithm')
     }
-    await expect422(`/version-files/update?hashes=${sha256}&channel=nightly`, 'channel')
+    await expectValidationError(server, `/version-files/update?hashes=${sha256}&channel=nightly`, 'channel')
   })
 })
 
@@ -242,7 +199,7 @@ describe('update matching', () => {
   })
 
   it('single and bulk agree with each other and with the oracle for every hash and every filter combination', async () => {
-    const combos: { query: string; filters: Filters }[] = [
+    const combos: { query: string; filters: VersionFilters }[] = [
       { query: '', filters: {} },
       { query: 'channel=stable', filters: { channel: ['stable'] } },
       { query: 'channel=beta,alpha', filters: { channel: ['beta', 'alpha'] } },

@@ -3,36 +3,13 @@
  * version reads by id and number, and the bulk read, through the real shim. Expected values come
  * from the sample data and from the full unfiltered lists the server returns.
  */
-import { readdirSync, readFileSync } from 'node:fs'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, type Version } from '../build/schema/api.ts'
-import { json, startServer, type TestServer } from './harness.ts'
+import { expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer } from './harness.ts'
 
-interface SourceVersionRecord {
-  id: string
-  projectId: string
-  versionNumber: string
-  status: string
-}
-interface SourceProjectRecord {
-  id: string
-  slug: string
-  status: string
-}
-
-const projects = readdirSync('data/projects').map((folder) => ({
-  folder,
-  project: JSON.parse(readFileSync(path.join('data/projects', folder, 'project.json'), 'utf8')) as SourceProjectRecord,
-}))
-function readSourceVersions(folder: string): SourceVersionRecord[] {
-  const dir = path.join('data/projects', folder, 'versions')
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.json'))
-    .map((f) => JSON.parse(readFileSync(path.join(dir, f), 'utf8')) as SourceVersionRecord)
-}
+const projects = listSampleProjects()
 const visibleProjects = projects.filter((p) => p.project.status === 'published')
-const hiddenVersions = visibleProjects.flatMap((p) => readSourceVersions(p.folder).filter((v) => v.status !== 'published').map((v) => ({ ...v, slug: p.project.slug })))
+const hiddenVersions = visibleProjects.flatMap((p) => readSampleVersions(p.folder).filter((v) => v.status !== 'published').map((v) => ({ ...v, slug: p.project.slug })))
 const invisibleProject = projects.find((p) => p.project.status !== 'published')!.project
 
 const listSchema = pageEnvelope(versionSchema)
@@ -49,27 +26,11 @@ async function getList(path: string): Promise<{ text: string; body: ReturnType<t
   return { text, body: listSchema.parse(JSON.parse(text)) }
 }
 
-async function expect422(path: string, param: string): Promise<void> {
-  const res = await server.get(path)
-  expect(res.status, path).toBe(422)
-  const body = errorSchema.parse(await json(res))
-  expect(body.error.code).toBe('validation_failed')
-  expect(body.error.details?.some((d) => d.path === param || d.path.startsWith(`${param}[`)), `${path} names ${param}`).toBe(true)
-}
-
 /** DESIGN's one ordering: publishedAt desc, then createdAt desc, then id. */
 function isNewerOrSame(a: Version, b: Version): boolean {
   if (a.publishedAt !== b.publishedAt) return (a.publishedAt ?? '') > (b.publishedAt ?? '')
   if (a.createdAt !== b.createdAt) return a.createdAt > b.createdAt
   return a.id <= b.id
-}
-
-function matchesFilters(v: Version, f: { channel?: string[]; gameVersion?: string[]; platform?: string[] }): boolean {
-  return (
-    (!f.channel || f.channel.includes(v.channel)) &&
-    (!f.gameVersion || v.gameVersions.some((g) => f.gameVersion!.includes(g))) &&
-    (!f.platform || v.platforms.some((p) => f.platform!.includes(p)))
-  )
 }
 
 beforeAll(async () => {
@@ -164,13 +125,13 @@ describe('GET /projects/{idOrSlug}/versions', () => {
       expect(res.status, path).toBe(404)
       expect(errorSchema.parse(await json(res)).error.code).toBe('not_found')
     }
-    await expect422('/projects/sodium/versions?limit=0', 'limit')
-    await expect422('/projects/sodium/versions?limit=101', 'limit')
-    await expect422('/projects/sodium/versions?page=0', 'page')
-    await expect422('/projects/sodium/versions?page=abc', 'page')
-    await expect422('/projects/sodium/versions?channel=nightly', 'channel')
-    await expect422('/projects/sodium/versions?includeChangelog=maybe', 'includeChangelog')
-    await expect422('/projects/sodium/versions?gameVersion=[1', 'gameVersion')
+    await expectValidationError(server, '/projects/sodium/versions?limit=0', 'limit')
+    await expectValidationError(server, '/projects/sodium/versions?limit=101', 'limit')
+    await expectValidationError(server, '/projects/sodium/versions?page=0', 'page')
+    await expectValidationError(server, '/projects/sodium/versions?page=abc', 'page')
+    await expectValidationError(server, '/projects/sodium/versions?channel=nightly', 'channel')
+    await expectValidationError(server, '/projects/sodium/versions?includeChangelog=maybe', 'includeChangelog')
+    await expectValidationError(server, '/projects/sodium/versions?gameVersion=[1', 'gameVersion')
   })
 })
 
@@ -244,9 +205,9 @@ describe('GET /versions?ids=', () => {
   })
 
   it('422s name the bad parameter', async () => {
-    await expect422('/versions', 'ids')
-    await expect422('/versions?ids=', 'ids')
-    await expect422(`/versions?ids=${Array.from({ length: 101 }, (_, i) => `v${i}`).join(',')}`, 'ids')
-    await expect422('/versions?ids=a&includeChangelog=maybe', 'includeChangelog')
+    await expectValidationError(server, '/versions', 'ids')
+    await expectValidationError(server, '/versions?ids=', 'ids')
+    await expectValidationError(server, `/versions?ids=${Array.from({ length: 101 }, (_, i) => `v${i}`).join(',')}`, 'ids')
+    await expectValidationError(server, '/versions?ids=a&includeChangelog=maybe', 'includeChangelog')
   })
 })

@@ -203,7 +203,10 @@ async function placeExtras(options: MirrorOptions, settings: FetchSettings, poin
     }
   }
   if (options.withSnapshot) {
-    for (const ref of [pointer.snapshot, pointer.archive]) if (ref) await placeFile(settings, ref, path.join(dir, 'public', ref.path), null, ctx)
+    for (const [ref, old] of [[pointer.snapshot, local?.pointer.snapshot], [pointer.archive, local?.pointer.archive]] as const) {
+      // An unchanged rebuild keeps the bytes (under the new release's name): linked, not fetched.
+      if (ref) await placeFile(settings, ref, path.join(dir, 'public', ref.path), old?.sha256 === ref.sha256 ? path.join(local!.dir, 'public', old.path) : null, ctx)
+    }
   }
 }
 

@@ -12,13 +12,13 @@ export interface ReleaseOptions {
   feedRetention: number
 }
 
-/** Resolves release options from an environment map (README, "Mirrors and snapshots"). */
-export function resolveReleaseOptions(env: Record<string, string | undefined>): ReleaseOptions {
+/** Resolves release options from overrides and an environment map (README, "Configuration"). */
+export function resolveReleaseOptions(overrides: Partial<ReleaseOptions> = {}, env: Record<string, string | undefined> = {}): ReleaseOptions {
   const retention = Number(env.FEED_RETENTION ?? DEFAULT_FEED_RETENTION)
   return {
-    snapshot: env.RELEASE_SNAPSHOT !== '0',
-    archive: env.RELEASE_ARCHIVE !== '0',
-    feedRetention: Number.isInteger(retention) && retention > 0 ? retention : DEFAULT_FEED_RETENTION,
+    snapshot: overrides.snapshot ?? env.RELEASE_SNAPSHOT !== '0',
+    archive: overrides.archive ?? env.RELEASE_ARCHIVE !== '0',
+    feedRetention: overrides.feedRetention ?? (Number.isInteger(retention) && retention > 0 ? retention : DEFAULT_FEED_RETENTION),
   }
 }
 

@@ -53,13 +53,13 @@ export function prepareRelease(distDir: string): PendingRelease {
 export function publishRelease(distDir: string, pending: PendingRelease, keep: number): string {
   const finalDir = path.join(distDir, 'releases', pending.id)
   renameSync(pending.dir, finalDir)
-  fsyncDir(path.join(distDir, 'releases'))
+  fsyncPath(path.join(distDir, 'releases'))
   const tmpLink = path.join(distDir, `.current-${process.pid}`)
   rmSync(tmpLink, { force: true })
   symlinkSync(path.join('releases', pending.id), tmpLink)
   renameSync(tmpLink, path.join(distDir, 'current'))
-  fsyncDir(distDir)
-  pruneReleases(distDir, Math.max(2, keep))
+  fsyncPath(distDir)
+  pruneReleases(distDir, Math.max(2, keep), pending.previousDir)
   pruneStore(path.join(distDir, 'store'))
   releaseLock(distDir)
   return finalDir
@@ -71,14 +71,18 @@ export function abortRelease(distDir: string, pending: PendingRelease): void {
   releaseLock(distDir)
 }
 
-/** Keeps the newest `keep` releases (the live one always). */
-function pruneReleases(distDir: string, keep: number): void {
+/**
+ * Keeps the newest `keep` releases, and always the live one and `previous`, the one that was live
+ * before it (shims finishing requests and mirrors still on it), even after a roll-back made an
+ * older release live.
+ */
+function pruneReleases(distDir: string, keep: number, previous: string | null): void {
   const releases = path.join(distDir, 'releases')
   const live = resolveCurrentRelease(distDir)
   const serials = readdirSync(releases).filter((n) => /^\d+$/.test(n)).sort().reverse()
   for (const name of serials.slice(keep)) {
     const dir = path.join(releases, name)
-    if (dir !== live) rmSync(dir, { recursive: true, force: true })
+    if (dir !== live && dir !== previous) rmSync(dir, { recursive: true, force: true })
   }
 }
 
@@ -97,8 +101,9 @@ function pruneStore(storeDir: string): void {
   }
 }
 
-function fsyncDir(dir: string): void {
-  const fd = openSync(dir, 'r')
+/** fsync(2) of a file or folder (a folder: so a rename in it survives a power loss). */
+export function fsyncPath(file: string): void {
+  const fd = openSync(file, 'r')
   try {
     fsyncSync(fd)
   } finally {

@@ -2,19 +2,25 @@
  * Seals a written release for mirrors and offline users, before it goes live: the catalog exposed
  * under /mirror, the manifest and the change file, the feed, the snapshot and the archive, then —
  * after everything else is on disk (syncfs) — the pointer, written last.
+ *
+ * The catalog, snapshot and archive ("extras") are deterministic: the same data gives the same
+ * bytes. One whose SHA-256 equals the previous release's becomes a hard link to the previous file,
+ * so an unchanged rebuild leaves every file of the release alone (same inode, same ETag) and a
+ * mirror fetches none of them.
  */
 import { execFileSync } from 'node:child_process'
-import { linkSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { writeArchive } from './archive.ts'
+import { removeBodyOrder, writeBodyOrder } from './body-order.ts'
 import { writeFeed, readPointer } from './feed.ts'
-import type { FileRef, Pointer } from './formats.ts'
+import type { DiffCounts, FileRef, Pointer } from './formats.ts'
 import { hashFile } from './hash-file.ts'
-import { MIRROR_DIR, mirrorUrl } from './manifest.ts'
+import { addCounts, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
 import { writeManifest } from './seal-manifest.ts'
 import { writeSnapshot } from './snapshot.ts'
-import type { WriteStats } from './writer.ts'
+import { linkOrCopy, type WriteStats } from './writer.ts'
 
 /** What sealing needs to know about the release. */
 export interface SealInput {
@@ -28,33 +34,59 @@ export interface SealInput {
   log: (line: string) => void
 }
 
-/** Writes the mirror documents, snapshot and archive of a release; returns its pointer. */
-export async function sealRelease(input: SealInput): Promise<Pointer> {
+/** A sealed release: its pointer and what changed in the whole release (served files and extras). */
+export interface SealedRelease {
+  pointer: Pointer
+  /** The manifest's counts (pointer.changes) plus the catalog, snapshot and archive, each one file. */
+  changes: DiffCounts
+}
+
+/** Writes the mirror documents, snapshot and archive of a release; returns its pointer and what changed. */
+export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   const { releaseDir, previousDir, serial, id } = input
   const createdAt = new Date().toISOString()
   const started = Date.now()
+  const before = previousDir ? readPointer(previousDir) : null
+  const extras: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
+  /** Hashes an extra; links it to the previous release's file when the bytes are the same. */
+  const seal = async (name: string, old: FileRef | null | undefined): Promise<FileRef> => {
+    const ref = await describe(releaseDir, name)
+    const kept = old && old.sha256 === ref.sha256 && old.size === ref.size ? path.join(previousDir!, 'public', old.path) : null
+    if (kept && existsSync(kept)) replaceWithLink(kept, path.join(releaseDir, name))
+    extras[!old ? 'added' : old.sha256 === ref.sha256 ? 'unchanged' : 'changed']++
+    return ref
+  }
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
   linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
-  const catalog = await describe(releaseDir, catalogName)
+  const catalog = await seal(catalogName, before?.catalog)
+  // Both names stay one inode (the shim opens catalog.sqlite, mirrors fetch /mirror/catalog.sqlite).
+  replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
 
   const sealed = writeManifest(releaseDir, previousDir, { serial, id })
-  const previous = previousDir ? (readPointer(previousDir)?.serial ?? null) : null
+  const previous = before?.serial ?? null
   const feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
 
   let snapshot: FileRef | null = null
-  if (input.options.snapshot) {
-    const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
-    await writeSnapshot(releaseDir, path.join(releaseDir, name), { serial, id, createdAt, sourceRevision: input.sourceRevision })
-    snapshot = await describe(releaseDir, name)
-    input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${((Date.now() - started) / 1000).toFixed(1)}s of sealing`)
-  }
   let archive: FileRef | null = null
-  if (input.options.archive) {
-    const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
-    await writeArchive(releaseDir, path.join(releaseDir, name), Math.floor(Date.parse(createdAt) / 1000))
-    archive = await describe(releaseDir, name)
+  const order = input.options.snapshot || input.options.archive ? await writeBodyOrder(releaseDir) : null
+  try {
+    if (input.options.snapshot) {
+      const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
+      await writeSnapshot(releaseDir, order!, path.join(releaseDir, name), catalog.sha256)
+      snapshot = await seal(name, before?.snapshot)
+      input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${((Date.now() - started) / 1000).toFixed(1)}s of sealing`)
+    }
+    if (input.options.archive) {
+      const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
+      await writeArchive(releaseDir, order!, path.join(releaseDir, name))
+      archive = await seal(name, before?.archive)
+    }
+  } finally {
+    if (order) removeBodyOrder(order)
   }
+  if (before?.snapshot && !snapshot) extras.removed++
+  if (before?.archive && !archive) extras.removed++
 
   const pointer: Pointer = {
     format: 1,
@@ -79,13 +111,24 @@ export async function sealRelease(input: SealInput): Promise<Pointer> {
   const tmp = path.join(releaseDir, MIRROR_DIR, '.pointer.tmp')
   writeFileSync(tmp, json)
   renameSync(tmp, path.join(releaseDir, MIRROR_DIR, 'pointer.json'))
-  return pointer
+  const changes = { ...sealed.counts }
+  addCounts(changes, extras)
+  return { pointer, changes }
 }
 
 async function describe(releaseDir: string, name: string): Promise<FileRef> {
   return { path: mirrorUrl(name), ...(await hashFile(path.join(releaseDir, name))) }
 }
 
+/** Replaces `target` by a hard link to `source` (same bytes), atomically. */
+function replaceWithLink(source: string, target: string): void {
+  // rename(2) over another name of the same inode does nothing and would leave tmp behind.
+  if (statSync(source).ino === statSync(target).ino) return
+  const tmp = `${target}.link-tmp`
+  rmSync(tmp, { force: true })
+  linkOrCopy(source, tmp)
+  renameSync(tmp, target)
+}
 /**
  * Flushes the file system holding the release (`sync -f`: one syncfs(2) instead of an fsync per
  * file, which would cost hours at millions of files), so the pointer never names files that a

@@ -3,17 +3,24 @@
  * copy made with VACUUM INTO: no -wal/-shm sidecars) plus every pre-rendered body, so the shim can
  * serve the whole API from this one file (`SNAPSHOT=file npm run serve`). Made as temp file →
  * integrity_check → fsync → rename. Bodies are read and inserted in batches, one pass over the
- * manifest in write order (the names of one body are adjacent, so each body is read once).
+ * body order (body-order.ts: by SHA-256, then name), so each body is read once.
+ *
+ * Reproducible: catalog.sqlite is itself deterministic, VACUUM INTO copies it page by page in key
+ * order, and the rows added here go in in that fixed order in a fixed number of transactions, so
+ * the same data gives the same bytes — header fields included (file change counter,
+ * version-valid-for). Nothing in it names its release or a time: release.json does, with the
+ * snapshot's SHA-256, and an unchanged rebuild keeps the previous snapshot's bytes.
  *
  * Schema, beside the catalog tables of build/db/schema.ts:
  *   static_paths(path TEXT PRIMARY KEY, sha256 TEXT)  release-relative file of an API URL
  *   static_bodies(sha256 TEXT PRIMARY KEY, body BLOB)  the exact bytes served (ETag = etag(body))
- *   snapshot_info(key TEXT PRIMARY KEY, value TEXT)    format, serial, id, createdAt, sourceRevision
+ *   snapshot_info(key TEXT PRIMARY KEY, value TEXT)    format ('1'), catalogSha256 (of the catalog it copies)
  */
-import { closeSync, createReadStream, fsyncSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs'
+import { readFileSync, renameSync, rmSync } from 'node:fs'
 import path from 'node:path'
-import { createInterface } from 'node:readline'
 import { openDb, type Db, type SqlValue } from '../db/sqlite.ts'
+import { readBodyOrder } from './body-order.ts'
+import { fsyncPath } from './publish.ts'
 
 /** Schema of the tables a snapshot adds to the catalog. */
 export const snapshotSchema = `
@@ -22,19 +29,11 @@ export const snapshotSchema = `
   CREATE TABLE snapshot_info (key TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 `
 
-/** What a snapshot records about its release. */
-export interface SnapshotRelease {
-  serial: number
-  id: string
-  createdAt: string
-  sourceRevision: string | null
-}
-
 const BODY_BATCH = 200
 const PATH_BATCH = 4096
 
-/** Writes `target` from the release's catalog.sqlite and manifest.tsv. */
-export async function writeSnapshot(releaseDir: string, target: string, release: SnapshotRelease): Promise<void> {
+/** Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`) and the body order `orderFile`. */
+export async function writeSnapshot(releaseDir: string, orderFile: string, target: string, catalogSha256: string): Promise<void> {
   const tmp = `${target}.tmp`
   rmSync(tmp, { force: true })
   const catalog = await openDb(path.join(releaseDir, 'catalog.sqlite'), { readonly: true })
@@ -46,9 +45,8 @@ export async function writeSnapshot(releaseDir: string, target: string, release:
   const db = await openDb(tmp)
   try {
     await db.exec(`PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; ${snapshotSchema} BEGIN;`)
-    const info: Record<string, string | null> = { format: '1', serial: String(release.serial), id: release.id, createdAt: release.createdAt, sourceRevision: release.sourceRevision }
-    for (const [key, value] of Object.entries(info)) await db.run(`INSERT INTO snapshot_info VALUES (?, ?)`, [key, value])
-    await insertStatic(db, releaseDir)
+    await db.run(`INSERT INTO snapshot_info VALUES ('catalogSha256', ?), ('format', '1')`, [catalogSha256])
+    await insertStatic(db, releaseDir, orderFile)
     await db.exec(`COMMIT; PRAGMA journal_mode = DELETE;`)
     const check = await db.all<{ integrity_check: string }>(`PRAGMA integrity_check`)
     if (check.length !== 1 || check[0]!.integrity_check !== 'ok') throw new Error(`snapshot integrity_check failed: ${JSON.stringify(check.slice(0, 5))}`)
@@ -58,17 +56,12 @@ export async function writeSnapshot(releaseDir: string, target: string, release:
     throw err
   }
   await db.close()
-  const fd = openSync(tmp, 'r')
-  try {
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
+  fsyncPath(tmp)
   renameSync(tmp, target)
 }
 
-/** Streams manifest.tsv: API names into static_paths, each distinct body once into static_bodies. */
-async function insertStatic(db: Db, releaseDir: string): Promise<void> {
+/** Streams the body order: API names into static_paths, each distinct body once into static_bodies. */
+async function insertStatic(db: Db, releaseDir: string, orderFile: string): Promise<void> {
   let paths: [string, string][] = []
   let bodies: SqlValue[] = []
   let lastSha = ''
@@ -83,10 +76,7 @@ async function insertStatic(db: Db, releaseDir: string): Promise<void> {
     await db.run(`INSERT OR IGNORE INTO static_bodies (sha256, body) VALUES ${rows}`, bodies)
     bodies = []
   }
-  const lines = createInterface({ input: createReadStream(path.join(releaseDir, 'manifest.tsv')), crlfDelay: Infinity })
-  for await (const line of lines) {
-    if (!line.startsWith('public/api/')) continue
-    const [name, sha256] = line.split('\t') as [string, string]
+  for await (const { name, sha256 } of readBodyOrder(orderFile)) {
     paths.push([name, sha256])
     if (sha256 !== lastSha) {
       bodies.push(sha256, readFileSync(path.join(releaseDir, name)))

@@ -1,0 +1,47 @@
+/**
+ * The API files of a release in one fixed order — by body SHA-256, then name — whatever order the
+ * build wrote them in (manifest.tsv is in write order, which a faster or parallel renderer may
+ * change). The snapshot and the archive are written in this order, so the same data always gives
+ * the same bytes, and the names of one body are adjacent, so each body is read once. Sorted by
+ * `sort` (coreutils: an external merge sort in bounded memory, millions of lines) in the C locale.
+ */
+import { execFile } from 'node:child_process'
+import { createReadStream, rmSync } from 'node:fs'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
+
+/** One API file: its release-relative name and the SHA-256 of its body. */
+export interface BodyName {
+  name: string
+  sha256: string
+}
+
+/** Writes the ordered list of a release to `.body-order.tsv` (temp, removed by removeBodyOrder); returns its path. */
+export async function writeBodyOrder(releaseDir: string): Promise<string> {
+  const out = path.join(releaseDir, '.body-order.tsv')
+  // The environment is replaced, not inherited: byte order (LC_ALL=C) whatever the caller's locale,
+  // temp files beside the release; the command is found on the default /usr/bin:/bin.
+  await run('sort', ['-t', '\t', '-k2,2', '-k1,1', '-o', out, path.join(releaseDir, 'manifest.tsv')], {
+    env: { LC_ALL: 'C', TMPDIR: releaseDir },
+    maxBuffer: 1 << 20,
+  })
+  return out
+}
+
+/** Removes the list written by writeBodyOrder. */
+export function removeBodyOrder(file: string): void {
+  rmSync(file, { force: true })
+}
+
+/** The API files (`public/api/…`) of an ordered list, in its order. */
+export async function* readBodyOrder(file: string): AsyncGenerator<BodyName> {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity })
+  for await (const line of lines) {
+    if (!line.startsWith('public/api/')) continue
+    const [name, sha256] = line.split('\t') as [string, string]
+    yield { name, sha256 }
+  }
+}
