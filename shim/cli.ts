@@ -9,7 +9,7 @@ import { configureServer } from './server.ts'
 const options = resolveShimOptions({}, process.env)
 const ctx = await createShimContext(options)
 // A bare node:http server: listhen's shutdown hook added a 'request' and a 'finish' listener per
-// request, about 10% of a static read (bench/results/PROFILE.md), for a feature the CLI never used.
+// request, measurably slower in an A/B run (bench/results/PROFILE.md), for a feature the CLI never used.
 const server = createServer(createShimListener(ctx))
 configureServer(server)
 await new Promise<void>((resolve, reject) => {

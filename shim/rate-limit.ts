@@ -3,8 +3,9 @@
  * shared store for replicas). The in-memory store is a fixed window per client key, with the
  * semantics of rate-limiter-flexible's RateLimiterMemory (the window starts at a key's first
  * request; past `limit` the key is refused until the window ends), answered synchronously: the
- * static hot path calls it on every request, and a promise per request cost about 5% of a static
- * read (bench/results/PROFILE.md). The shared store of replicas is shim/rate-limit-redis.ts.
+ * static hot path calls it on every request, and RateLimiterMemory's promise and result object per
+ * request showed in its profile (bench/results/PROFILE.md). The shared store of replicas is
+ * shim/rate-limit-redis.ts.
  */
 import type { RateLimiterRes } from 'rate-limiter-flexible'
 
