@@ -82,7 +82,7 @@ try {
   const rssAfterStart = readMemoryMb(shim.pid)?.rssMb ?? Number.NaN
   log(`Shim up after ${Math.round(shim.startMs)} ms, RSS ${Math.round(rssAfterStart)} MB`)
   if (options.only.has('static')) {
-    const nginx = started(await startNginx(options.basePort + 1, releaseDir, options.workDir, workload.probePath))
+    const nginx = started(await startNginx(options.basePort + 1, options.distDir, `127.0.0.1:${options.basePort}`, options.workDir, workload.probePath))
     const raw = started(await startRaw(options.basePort + 2, workload.mapFile, workload.probePath))
     const contenders = [
       { handle: raw, listFile: workload.nodeListFile },

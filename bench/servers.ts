@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from 'node:net'
+import { renderFrontConfig } from '../shim/front-config.ts'
 import { listChildPids } from './proc.ts'
 
 /** The repository root (bench/..). */
@@ -31,6 +32,9 @@ export function resolveEntryArgs(root: string, entry: string): string[] {
   }
   return [path.join(root, '.out', entry.replace(/\.ts$/, '.js'))]
 }
+
+/** The shim's rate limit in the benchmark: high enough never to throttle it. */
+const BENCH_RATE_LIMIT = 1_000_000_000
 
 /** A started server. */
 export interface ServerHandle {
@@ -68,7 +72,7 @@ export async function startShim(options: ShimStart): Promise<ServerHandle> {
     HOST: '127.0.0.1',
     PORT: String(options.port),
     DIST_DIR: path.resolve(options.distDir),
-    RATE_LIMIT: '1000000000',
+    RATE_LIMIT: String(BENCH_RATE_LIMIT),
     // Never write beside a release we were only asked to read.
     COUNTERS_FILE: path.join(options.workDir, `counters-${options.port}.sqlite`),
     ...options.env,
@@ -85,13 +89,16 @@ export async function startRaw(port: number, mapFile: string, probePath: string)
   return await track('raw node', child, port, probePath)
 }
 
-/** Starts nginx (1 worker) serving `<release>/public` with /api/v1/x → x.json. */
-export async function startNginx(port: number, releaseDir: string, workDir: string, probePath: string): Promise<ServerHandle> {
+/**
+ * Starts nginx (1 worker) with the production front configuration (`npm run front-config`,
+ * shim/front-config.ts) over the live release of distDir, in front of the shim at `shim` (host:port).
+ */
+export async function startNginx(port: number, distDir: string, shim: string, workDir: string, probePath: string): Promise<ServerHandle> {
   await assertPortFree(port)
   const prefix = path.join(workDir, 'nginx')
   mkdirSync(prefix, { recursive: true })
   const conf = path.join(prefix, 'nginx.conf')
-  writeFileSync(conf, renderNginxConf(port, path.join(releaseDir, 'public'), prefix))
+  writeFileSync(conf, renderNginxConf(port, distDir, shim, prefix))
   const child = spawn('nginx', ['-p', prefix, '-e', path.join(prefix, 'error.log'), '-c', conf], { stdio: ['ignore', 'ignore', 'pipe'] })
   const handle = await track('nginx', child, port, probePath)
   const worker = listChildPids(child.pid!)[0]
@@ -99,39 +106,21 @@ export async function startNginx(port: number, releaseDir: string, workDir: stri
   return { ...handle, pid: worker }
 }
 
-/** The nginx configuration: what an operator would write for this tree (open_file_cache on). */
-export function renderNginxConf(port: number, publicDir: string, prefix: string): string {
-  return `daemon off;
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid ${prefix}/nginx.pid;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 100000000;
-  keepalive_timeout 65s;
-  open_file_cache max=10000 inactive=60s;
-  open_file_cache_valid 60s;
-  types { }
-  default_type "application/json; charset=utf-8";
-  client_body_temp_path ${prefix}/client_body;
-  proxy_temp_path ${prefix}/proxy;
-  fastcgi_temp_path ${prefix}/fastcgi;
-  uwsgi_temp_path ${prefix}/uwsgi;
-  scgi_temp_path ${prefix}/scgi;
-  server {
-    listen 127.0.0.1:${port};
-    root ${publicDir};
-    location /api/v1/ {
-      try_files $uri.json =404;
-      add_header Access-Control-Allow-Origin "*";
-      add_header Cache-Control "public, max-age=60, stale-while-revalidate=600";
-    }
-  }
-}
-`
+/** The nginx configuration: the one operators deploy (shim/front-config.ts), one worker, the benchmark's rate limit. */
+export function renderNginxConf(port: number, distDir: string, shim: string, prefix: string): string {
+  return renderFrontConfig({
+    distDir: path.resolve(distDir),
+    shim,
+    listen: `127.0.0.1:${port}`,
+    rateLimit: BENCH_RATE_LIMIT,
+    cacheScope: 'private',
+    maxAge: 60,
+    staleWhileRevalidate: 600,
+    completePrefix: path.resolve(prefix),
+    workers: 1,
+    // A root master would run the worker as nobody, who may not read the catalog.
+    user: process.getuid?.() === 0 ? 'root' : null,
+  })
 }
 
 /** Throws when something already listens on the port (it would answer the probe for a server that failed to bind). */

@@ -45,7 +45,7 @@ function listOperations(game: string): OperationSpec[] {
 }
 
 const headers: Record<string, Json> = {
-  ETag: { required: true, description: 'Strong, content-based entity tag; send it back as If-None-Match.', schema: { type: 'string', example: '"3e8-5xQ2bY0pYt3o7S1xjJm0Vf2Wn1c"' } },
+  ETag: { required: true, description: 'Strong, content-based entity tag; send it back as If-None-Match.', schema: { type: 'string', example: '"1b4e3c2a-1124"' } },
   'Cache-Control': { required: true, description: 'Short max-age with stale-while-revalidate on JSON; `no-store` on errors and redirects.', schema: { type: 'string', example: 'public, max-age=60, stale-while-revalidate=600' } },
   'X-Ratelimit-Limit': { required: true, description: 'Requests allowed per minute per client IP.', schema: { type: 'integer', example: 120 } },
   'X-Ratelimit-Remaining': { description: 'Requests left in the current window (answers of the dynamic server).', schema: { type: 'integer', example: 117 } },

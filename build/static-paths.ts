@@ -24,7 +24,7 @@ export function objectUrlPath(sha256: string, filename: string): string {
 }
 
 /** Content types of file objects by extension; anything else is application/octet-stream. */
-const contentTypes: Record<string, string> = {
+export const OBJECT_CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.jar': 'application/java-archive',
   '.zip': 'application/zip',
   '.mcworld': 'application/zip',
@@ -34,5 +34,17 @@ const contentTypes: Record<string, string> = {
 /** The Content-Type of a file object, from its name. */
 export function contentTypeOf(filename: string): string {
   const dot = filename.lastIndexOf('.')
-  return (dot === -1 ? undefined : contentTypes[filename.slice(dot).toLowerCase()]) ?? 'application/octet-stream'
+  return (dot === -1 ? undefined : OBJECT_CONTENT_TYPES[filename.slice(dot).toLowerCase()]) ?? 'application/octet-stream'
+}
+
+/** Content type of the pre-rendered API bodies (the shim sends the same). */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8'
+
+/** Content types of the mirror documents (build/release/formats.ts) by extension. */
+export const MIRROR_CONTENT_TYPES: Readonly<Record<string, string>> = { '.json': 'application/json', '.gz': 'application/gzip', '.sqlite': 'application/vnd.sqlite3' }
+
+/** The Content-Type of a mirror document, from its name. */
+export function mirrorContentTypeOf(name: string): string {
+  const dot = name.lastIndexOf('.')
+  return (dot === -1 ? undefined : MIRROR_CONTENT_TYPES[name.slice(dot)]) ?? 'application/octet-stream'
 }

@@ -7,7 +7,9 @@ import path from 'node:path'
 import { statSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createApp, eventHandler, toNodeListener, type App, type H3Event } from 'h3'
+import { contentEtag } from '../build/render/etag.ts'
 import { apiFile, contentTypeOf, objectFile } from '../build/static-paths.ts'
+import type { ShimOptions } from './config.ts'
 import type { ShimContext } from './context.ts'
 import { apiError, createErrorHandler, notFound } from './errors.ts'
 import { readClientKey } from './client-ip.ts'
@@ -20,7 +22,7 @@ import { sendFile } from './send-file.ts'
 import { PLAIN_API_PATH, serveStaticFastPath, takeFastPathDecision } from './static-fast-path.ts'
 
 /** Cache-Control of mutable JSON (short max-age, stale-while-revalidate with its delta). */
-export function mutableCacheControl(ctx: ShimContext): string {
+export function mutableCacheControl(ctx: { options: Pick<ShimOptions, 'cacheScope' | 'maxAge' | 'staleWhileRevalidate'> }): string {
   return `${ctx.options.cacheScope}, max-age=${ctx.options.maxAge}, stale-while-revalidate=${ctx.options.staleWhileRevalidate}`
 }
 
@@ -114,8 +116,9 @@ async function sendObject(ctx: ShimContext, event: H3Event, segments: string[]):
   } catch {
     throw notFound('The file object')
   }
+  // The object's name carries its SHA-256 (checked when the catalog was loaded): the ETag of its bytes.
   await sendFile(event, file, {
-    etag: `"${sha256}"`,
+    etag: contentEtag(sha256!, size),
     cacheControl: IMMUTABLE,
     contentType: contentTypeOf(filename!),
     size,

@@ -7,12 +7,15 @@
 import { statSync } from 'node:fs'
 import path from 'node:path'
 import type { H3Event } from 'h3'
+import { formatEtag } from '../build/render/etag.ts'
+import { mirrorContentTypeOf } from '../build/static-paths.ts'
 import { IMMUTABLE, mutableCacheControl } from './app.ts'
 import type { ShimContext } from './context.ts'
 import { notFound } from './errors.ts'
 import { sendFile } from './send-file.ts'
 
-const TYPES: Record<string, string> = { '.json': 'application/json', '.gz': 'application/gzip', '.sqlite': 'application/vnd.sqlite3' }
+/** Mirror documents whose name is reused by every release: the short TTL; every other name is immutable. */
+export const MUTABLE_MIRROR_NAMES: readonly string[] = ['pointer.json', 'catalog.sqlite']
 
 /**
  * Answers GET/HEAD /mirror/<segments>. Security: the segments were checked by isSafePath (no `..`,
@@ -24,8 +27,9 @@ export async function sendMirrorFile(ctx: ShimContext, event: H3Event, segments:
   const st = statSync(file, { throwIfNoEntry: false })
   if (!st || !st.isFile()) throw notFound('The mirror file')
   const name = segments.join('/')
-  const mutable = name === 'pointer.json' || name === 'catalog.sqlite'
-  // Files of a release never change in place, so inode, size and mtime identify the bytes.
-  const etag = `"${st.ino.toString(36)}-${st.size.toString(36)}-${Math.floor(st.mtimeMs).toString(36)}"`
-  await sendFile(event, file, { etag, cacheControl: mutable ? mutableCacheControl(ctx) : IMMUTABLE, contentType: TYPES[path.extname(name)] ?? 'application/octet-stream', size: st.size })
+  const mutable = MUTABLE_MIRROR_NAMES.includes(name)
+  // Files of a release never change in place, so mtime and size identify the bytes; the same rule
+  // as nginx's, so both answer the same ETag for the same file (README, "Running behind nginx").
+  const etag = formatEtag(Math.floor(st.mtimeMs / 1000), st.size)
+  await sendFile(event, file, { etag, cacheControl: mutable ? mutableCacheControl(ctx) : IMMUTABLE, contentType: mirrorContentTypeOf(name), size: st.size })
 }

@@ -6,11 +6,12 @@ import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { H3Event } from 'h3'
 import type { Body } from '../build/render/body.ts'
+import { JSON_CONTENT_TYPE } from '../build/static-paths.ts'
 
 /** Headers a browser may read (none of them is CORS-safelisted). */
 export const EXPOSED_HEADERS = 'ETag, Retry-After, X-Ratelimit-Limit, X-Ratelimit-Remaining, X-Ratelimit-Reset, X-Request-Id'
 export const ALLOWED_METHODS = 'GET, HEAD, OPTIONS'
-export const JSON_TYPE = 'application/json; charset=utf-8'
+export const JSON_TYPE = JSON_CONTENT_TYPE
 
 /** Per-request state kept on event.context. */
 export interface RequestState {

@@ -4,7 +4,7 @@
  * previous release and a re-run completes without starting over; a tampered file is refused.
  */
 import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import os from 'node:os'
@@ -47,6 +47,9 @@ function expectSameTree(withSnapshot = false): void {
   const local = realpathSync(path.join(mirror, 'current'))
   expect(path.basename(local)).toBe(path.basename(live))
   const names = readFileSync(path.join(live, 'manifest.tsv'), 'utf8').trim().split('\n').map((l) => l.split('\t')[0]!)
+  // Same content mtimes too: nginx in front of the mirror sends the origin's ETags (README, "Running behind nginx").
+  const seconds = (file: string): number => Math.floor(statSync(file).mtimeMs / 1000)
+  for (const name of names) expect(seconds(path.join(local, name)), `mtime of ${name}`).toBe(seconds(path.join(live, name)))
   names.push('public/mirror/pointer.json', 'public/mirror/catalog.sqlite', 'catalog.sqlite')
   const pointer = readPointer(live)
   if (withSnapshot) names.push(`public${pointer.snapshot!.path}`, `public${pointer.archive!.path}`)

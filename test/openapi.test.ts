@@ -209,7 +209,8 @@ describe('real answers match the document', () => {
       const saved = server
       server = limited
       try {
-        await server.get('/types')
+        // A query: a plain static read may be answered by nginx in front, which does not count it.
+        await server.get('/types?x=0')
         expect((await checkAnswer('/types?x=1')).status).toBe(429)
       } finally {
         server = saved

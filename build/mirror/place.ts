@@ -5,6 +5,7 @@
  */
 import { existsSync, mkdirSync, statSync, unlinkSync } from 'node:fs'
 import path from 'node:path'
+import { hasContentMtime, stampContentMtime } from '../release/content-mtime.ts'
 import type { ManifestEntry } from '../release/formats.ts'
 import { hashFile } from '../release/hash-file.ts'
 import { fileUrl } from '../release/manifest.ts'
@@ -49,6 +50,7 @@ export async function placeShard(ctx: PlaceContext, entries: ManifestEntry[], be
       await startDownload(ctx, e, target)
       continue
     }
+    ensureContentMtime(target, e.sha256)
     ctx.counts.placed++
   }
 }
@@ -75,6 +77,7 @@ async function startDownload(ctx: PlaceContext, e: ManifestEntry, target: string
   const task = (async () => {
     try {
       ctx.counts.bytes += await downloadWithOneRetry(ctx.settings, e, target)
+      stampContentMtime(target, e.sha256)
       ctx.counts.downloaded++
       ctx.counts.placed++
     } catch (err) {
@@ -93,6 +96,15 @@ async function downloadWithOneRetry(settings: FetchSettings, e: ManifestEntry, t
     if (!(err instanceof VerifyError)) throw err
     return await downloadTo(settings, fileUrl(e.path), target, e)
   }
+}
+
+/**
+ * The mirror serves what the origin serves, ETags included: a body's mtime is its content mtime
+ * (build/render/etag.ts), which a file linked or resumed from a tree written before that rule may lack.
+ */
+function ensureContentMtime(file: string, sha256: string): void {
+  const st = statSync(file, { throwIfNoEntry: false })
+  if (st && !hasContentMtime(st, sha256)) stampContentMtime(file, sha256)
 }
 
 function ensureParent(ctx: PlaceContext, file: string): void {

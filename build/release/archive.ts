@@ -2,8 +2,9 @@
  * The JSON tree of a release as one tar.gz (POSIX ustar + pax for long names), written in one pass
  * over the body order (body-order.ts): the names of one body are adjacent there, so the body is
  * stored once and its other names as hard-link entries, and the archive is about the size of the
- * distinct bodies. Reproducible: entries in that fixed order, every entry with mtime 0, uid/gid 0,
- * mode 0644 and no user names, and gzip's header without a time — the same data gives the same
+ * distinct bodies. Reproducible: entries in that fixed order, every entry with its body's content
+ * mtime (build/render/etag.ts: a tree extracted with `tar -xzf` gets nginx the API's ETags), uid/gid
+ * 0, mode 0644 and no user names, and gzip's header without a time — the same data gives the same
  * bytes (the release's time is in release.json). Written by hand (60 lines) because node-tar 7.5's
  * pack stalled on this tree's hard links.
  */
@@ -12,10 +13,8 @@ import { createWriteStream, readFileSync, renameSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { finished } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
+import { contentMtime } from '../render/etag.ts'
 import { readBodyOrder } from './body-order.ts'
-
-/** The mtime of every entry: fixed, so that an archive depends on nothing but the data. */
-const MTIME = 0
 
 /** Writes `target` holding `public/api` of the release, in the order of the list `orderFile`. */
 export async function writeArchive(releaseDir: string, orderFile: string, target: string): Promise<void> {
@@ -28,12 +27,13 @@ export async function writeArchive(releaseDir: string, orderFile: string, target
   try {
     let last: { sha256: string; name: string } | null = null
     for await (const { name, sha256 } of readBodyOrder(orderFile)) {
+      const mtime = contentMtime(sha256)
       if (last && last.sha256 === sha256) {
-        for (const b of entry(name, '1', 0, last.name)) await push(b)
+        for (const b of entry(name, '1', 0, mtime, last.name)) await push(b)
         continue
       }
       const body = readFileSync(path.join(releaseDir, name))
-      for (const b of entry(name, '0', body.length, '')) await push(b)
+      for (const b of entry(name, '0', body.length, mtime, '')) await push(b)
       await push(body)
       if (body.length % 512 !== 0) await push(Buffer.alloc(512 - (body.length % 512)))
       last = { sha256, name }
@@ -49,25 +49,25 @@ export async function writeArchive(releaseDir: string, orderFile: string, target
 }
 
 /** Header blocks of one entry: a pax header first when a name does not fit ustar's 100 bytes. */
-function entry(name: string, type: '0' | '1', size: number, linkname: string): Buffer[] {
+function entry(name: string, type: '0' | '1', size: number, mtime: number, linkname: string): Buffer[] {
   const blocks: Buffer[] = []
   const long = Buffer.byteLength(name) > 100 || Buffer.byteLength(linkname) > 100
   if (long) {
     const records = Buffer.from(paxRecord('path', name) + (linkname ? paxRecord('linkpath', linkname) : ''))
-    blocks.push(header('PaxHeader', 'x', records.length, ''), records, Buffer.alloc((512 - (records.length % 512)) % 512))
+    blocks.push(header('PaxHeader', 'x', records.length, mtime, ''), records, Buffer.alloc((512 - (records.length % 512)) % 512))
   }
-  blocks.push(header(long ? name.slice(-100) : name, type, size, long ? linkname.slice(-100) : linkname))
+  blocks.push(header(long ? name.slice(-100) : name, type, size, mtime, long ? linkname.slice(-100) : linkname))
   return blocks
 }
 
-function header(name: string, type: string, size: number, linkname: string): Buffer {
+function header(name: string, type: string, size: number, mtime: number, linkname: string): Buffer {
   const h = Buffer.alloc(512)
   h.write(name, 0, 100)
   h.write('0000644\0', 100)
   h.write('0000000\0', 108)
   h.write('0000000\0', 116)
   h.write(size.toString(8).padStart(11, '0') + '\0', 124)
-  h.write(MTIME.toString(8).padStart(11, '0') + '\0', 136)
+  h.write(mtime.toString(8).padStart(11, '0') + '\0', 136)
   h.write(type, 156)
   h.write(linkname, 157, 100)
   h.write('ustar\0' + '00', 257)

@@ -13,10 +13,11 @@ import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFil
 import path from 'node:path'
 import { writeArchive } from './archive.ts'
 import { removeBodyOrder, writeBodyOrder } from './body-order.ts'
+import { stampContentMtime } from './content-mtime.ts'
 import { writeFeed, readPointer } from './feed.ts'
 import type { DiffCounts, FileRef, Pointer } from './formats.ts'
 import { hashFile } from './hash-file.ts'
-import { addCounts, MIRROR_DIR, mirrorUrl } from './manifest.ts'
+import { addCounts, hashBytes, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
 import { writeManifest } from './seal-manifest.ts'
 import { writeSnapshot } from './snapshot.ts'
@@ -110,14 +111,19 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   writeFileSync(path.join(releaseDir, 'release.json'), json)
   const tmp = path.join(releaseDir, MIRROR_DIR, '.pointer.tmp')
   writeFileSync(tmp, json)
+  // The pointer keeps its name from release to release: its ETag must change with its bytes.
+  stampContentMtime(tmp, hashBytes(json))
   renameSync(tmp, path.join(releaseDir, MIRROR_DIR, 'pointer.json'))
   const changes = { ...sealed.counts }
   addCounts(changes, extras)
   return { pointer, changes }
 }
 
+/** Hashes a mirror document and stamps its content mtime (its ETag then follows its bytes). */
 async function describe(releaseDir: string, name: string): Promise<FileRef> {
-  return { path: mirrorUrl(name), ...(await hashFile(path.join(releaseDir, name))) }
+  const hashed = await hashFile(path.join(releaseDir, name))
+  stampContentMtime(path.join(releaseDir, name), hashed.sha256)
+  return { path: mirrorUrl(name), ...hashed }
 }
 
 /** Replaces `target` by a hard link to `source` (same bytes), atomically. */

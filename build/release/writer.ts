@@ -11,8 +11,9 @@
  * one stat per body: no index in memory, whatever the size of the catalog.
  */
 import { createHash } from 'node:crypto'
-import { closeSync, copyFileSync, constants, linkSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, copyFileSync, constants, linkSync, mkdirSync, openSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
+import { hasContentMtime, stampContentMtime } from './content-mtime.ts'
 import { formatEntry, listShards, shardOf } from './manifest.ts'
 
 /** Totals of a written release. */
@@ -90,12 +91,18 @@ export function createReleaseWriter(releaseDir: string, onProgress: (stats: Writ
     }
   }
   const stored = (sha256: string): string | null => (storeDir ? path.join(storeDir, sha256.slice(0, 2), sha256) : null)
-  /** The stored inode of a body, when the store has it with the expected size (a truncated entry left by a crash is not trusted). */
+  /**
+   * The stored inode of a body, when the store has it with the expected size (a truncated entry left
+   * by a crash is not trusted). An entry stored before bodies carried their content mtime is stamped
+   * now (the same bytes under every link, so every link gets the right ETag).
+   */
   const findStored = (sha256: string, size: number): string | null => {
     const file = stored(sha256)
     if (!file) return null
     const st = statSync(file, { throwIfNoEntry: false })
-    return st && st.size === size ? file : null
+    if (!st || st.size !== size) return null
+    if (!hasContentMtime(st, sha256)) stampContentMtime(file, sha256)
+    return file
   }
   const addToStore = (file: string, sha256: string): void => {
     const target = stored(sha256)
@@ -119,6 +126,8 @@ export function createReleaseWriter(releaseDir: string, onProgress: (stats: Writ
         const first = path.join(releaseDir, names[0]!)
         ensureDir(first)
         writeFileSync(first, bytes)
+        // Before the links, so every name shares the stamped inode.
+        stampContentMtime(first, sha256)
         link(first, names)
         addToStore(first, sha256)
         stats.written++
@@ -137,6 +146,7 @@ export function createReleaseWriter(releaseDir: string, onProgress: (stats: Writ
       else {
         ensureDir(target)
         copyFileSync(source, target, constants.COPYFILE_FICLONE)
+        stampContentMtime(target, sha256)
         addToStore(target, sha256)
         stats.written++
       }
@@ -160,6 +170,7 @@ export function createReleaseWriter(releaseDir: string, onProgress: (stats: Writ
 /**
  * Hard-links `source` to `target`; copies instead when the inode has reached the file system's
  * link limit (EMLINK: e.g. one empty list body shared by 100,000 names) or lives on another device.
+ * A copy keeps the source's mtime: it is the content mtime that nginx's ETag is made of.
  */
 export function linkOrCopy(source: string, target: string): void {
   try {
@@ -168,5 +179,7 @@ export function linkOrCopy(source: string, target: string): void {
     const code = (err as NodeJS.ErrnoException).code
     if (code !== 'EMLINK' && code !== 'EXDEV') throw err
     copyFileSync(source, target)
+    const st = statSync(source)
+    utimesSync(target, st.atime, st.mtime)
   }
 }

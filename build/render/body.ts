@@ -2,8 +2,9 @@
  * Response bodies: the `{ data, meta? }` envelope serialised once, and the ETag derived from the
  * bytes. Both the build and the shim produce bodies only through these functions.
  */
-import etag from 'etag'
+import { createHash } from 'node:crypto'
 import type { PageMeta } from '../schema/api.ts'
+import { contentEtag } from './etag.ts'
 
 /** A serialised response body with its strong ETag. */
 export interface Body {
@@ -29,9 +30,9 @@ export function renderRawBody(item: string): Body {
   return createBody(Buffer.from(`{"data":${item}}`))
 }
 
-/** Wraps bytes with their ETag (strong, content-based). */
+/** Wraps bytes with their ETag (strong, content-based; the rule is build/render/etag.ts). */
 export function createBody(bytes: Buffer): Body {
-  return { bytes, etag: etag(bytes) }
+  return { bytes, etag: contentEtag(createHash('sha256').update(bytes).digest(), bytes.length) }
 }
 
 /** Computes PageMeta for a page of a list of `total` items. */
