@@ -136,7 +136,7 @@ const results = serveResultsSchema.parse({
     notes: [
       'wrk 1 thread, keep-alive, 127.0.0.1; client and server share the 2 cores, so CPU columns show who used what.',
       'Every repetition runs each server once, order rotated; ratios are per repetition, then the median.',
-      'The shim runs as `npm run serve` does (vite-node shim/cli.ts, listhen) with RATE_LIMIT raised to 1e9: the limiter still runs on every request.',
+      'The shim runs as `npm run serve` does (compiled by tsc, plain node .out/shim/cli.js, node:http) with RATE_LIMIT raised to 1e9: the limiter still runs on every request.',
       `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; every server is warmed by at least one full pass over the URL list (runs of ${options.warmupSeconds} s) before measuring.`,
       'nginx: 1 worker, try_files $uri.json, open_file_cache (10,000 entries, under the 20,000 open-file limit here), sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
       `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency; the shim has no result cache, every request runs its SQLite query.`,

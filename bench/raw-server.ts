@@ -1,7 +1,7 @@
 /**
  * Node's limit: a bare node:http server answering the same release bytes from memory, with the
  * same ETag and Content-Type as the shim and a plain If-None-Match equality check — nothing else.
- * Usage: vite-node bench/raw-server.ts -- <port> <map file of "url<TAB>release file" lines>
+ * Usage: node .out/bench/raw-server.js -- <port> <map file of "url<TAB>release file" lines>
  */
 import { createServer } from 'node:http'
 import { readFileSync } from 'node:fs'

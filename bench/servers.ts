@@ -1,10 +1,11 @@
 /**
  * Starts the three servers compared on the same files: the shim exactly as `npm run serve` starts
- * it (vite-node shim/cli.ts, listhen), nginx with one worker over the same release tree, and the raw
- * node:http server. Every server listens on 127.0.0.1 only and is stopped by the pid we started.
+ * it (tsc into .out/, then plain node .out/shim/cli.js), nginx with one worker over the
+ * same release tree, and the raw node:http server (compiled the same way). Every server listens on
+ * 127.0.0.1 only and is stopped by the pid we started.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, writeFileSync } from 'node:fs'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from 'node:net'
@@ -13,7 +14,24 @@ import { listChildPids } from './proc.ts'
 
 /** The repository root (bench/..). */
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const VITE_NODE = path.join(ROOT, 'node_modules', 'vite-node', 'dist', 'cli.mjs')
+
+const compiled = new Set<string>()
+
+/**
+ * The node arguments that run a TypeScript entry (`shim/cli.ts`) of a checkout as `npm run serve`
+ * does: compiled once per checkout by `tsc -p tsconfig.build.json` into .out/, then plain node. A
+ * checkout from before the compiled start (no tsconfig.build.json) runs it through vite-node, as
+ * its own `npm run serve` did — so before/after comparisons run each side as it shipped.
+ */
+export function resolveEntryArgs(root: string, entry: string): string[] {
+  if (!existsSync(path.join(root, 'tsconfig.build.json'))) return [path.join(root, 'node_modules', 'vite-node', 'dist', 'cli.mjs'), entry]
+  if (!compiled.has(root)) {
+    const tsc = spawnSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: root, encoding: 'utf8' })
+    if (tsc.status !== 0) throw new Error(`tsc -p tsconfig.build.json failed in ${root}:\n${tsc.stdout}${tsc.stderr}`)
+    compiled.add(root)
+  }
+  return [path.join(root, '.out', entry.replace(/\.ts$/, '.js'))]
+}
 
 /** The shim's rate limit in the benchmark: high enough never to throttle it. */
 const BENCH_RATE_LIMIT = 1_000_000_000
@@ -59,14 +77,15 @@ export async function startShim(options: ShimStart): Promise<ServerHandle> {
     COUNTERS_FILE: path.join(options.workDir, `counters-${options.port}.sqlite`),
     ...options.env,
   }
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), VITE_NODE, 'shim/cli.ts'], { cwd: options.root ?? ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] })
+  const root = options.root ?? ROOT
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...resolveEntryArgs(root, 'shim/cli.ts')], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] })
   return await track('shim', child, options.port, options.probePath)
 }
 
 /** Starts the raw node:http server over a map of "url<TAB>file" lines. */
 export async function startRaw(port: number, mapFile: string, probePath: string): Promise<ServerHandle> {
   await assertPortFree(port)
-  const child = spawn(process.execPath, [VITE_NODE, 'bench/raw-server.ts', '--', String(port), mapFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [...resolveEntryArgs(ROOT, 'bench/raw-server.ts'), '--', String(port), mapFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
   return await track('raw node', child, port, probePath)
 }
 

@@ -5,21 +5,21 @@
  */
 import path from 'node:path'
 import { statSync } from 'node:fs'
-import type { IncomingMessage } from 'node:http'
-import type { Socket } from 'node:net'
-import { createApp, eventHandler, type App, type H3Event } from 'h3'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { createApp, eventHandler, toNodeListener, type App, type H3Event } from 'h3'
 import { contentEtag } from '../build/render/etag.ts'
 import { apiFile, contentTypeOf, IMMUTABLE, objectFile } from '../build/static-paths.ts'
 import type { ShimOptions } from './config.ts'
 import type { ShimContext } from './context.ts'
 import { apiError, createErrorHandler, notFound } from './errors.ts'
-import { clientKey, resolveClientIp, unmapAddress } from './client-ip.ts'
+import { readClientKey } from './client-ip.ts'
 import { rateLimitHeaders } from './rate-limit.ts'
 import { parseRequestTarget, isSafePath } from './request-target.ts'
 import { ALLOWED_METHODS, getRequestState, sendBodyWithCommonHeaders, setCommonHeaders } from './respond.ts'
 import { matchRoute } from './routes/index.ts'
 import { sendMirrorFile } from './mirror-file.ts'
 import { sendFile } from './send-file.ts'
+import { PLAIN_API_PATH, serveStaticFastPath, takeFastPathDecision } from './static-fast-path.ts'
 
 /** Cache-Control of mutable JSON (short max-age, stale-while-revalidate with its delta). */
 export function mutableCacheControl(ctx: { options: Pick<ShimOptions, 'cacheScope' | 'maxAge' | 'staleWhileRevalidate'> }): string {
@@ -39,13 +39,16 @@ export function createShimApp(ctx: ShimContext): App {
 }
 
 /**
- * A request target the hot path may map to a file without parseRequestTarget: /api/v1/ and one or
- * more segments of safe characters, none starting with a dot (so never `.` or `..`), at most 255
- * long, no `%` (nothing to decode), no `?`, no trailing slash. Such a path decodes to itself and
- * passes isSafePath, so the file is exactly the one the general path would read (apiFile: the
- * release's public/api/v1/<path>.json). Anything else takes the general path.
+ * The node request listener of the shim (the CLI and the tests serve this): static hits go
+ * straight to the fast path (static-fast-path.ts), everything else to the h3 app.
  */
-const PLAIN_API_PATH = /^\/api\/v1(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254})+$/
+export function createShimListener(ctx: ShimContext): (req: IncomingMessage, res: ServerResponse) => void {
+  const app = toNodeListener(createShimApp(ctx))
+  const cacheControl = mutableCacheControl(ctx)
+  return (req, res) => {
+    if (!serveStaticFastPath(ctx, cacheControl, req, res)) void app(req, res)
+  }
+}
 
 interface FixedHeaders {
   cacheControl: string
@@ -89,8 +92,9 @@ async function handleRequest(ctx: ShimContext, event: H3Event, fixed: FixedHeade
 async function applyRateLimit(ctx: ShimContext, event: H3Event): Promise<void> {
   const state = getRequestState(event)
   const req = event.node.req
-  state.clientKey = readClientKey(ctx, req)
-  const decision = await ctx.limiter.consume(state.clientKey)
+  state.clientKey = readClientKey(req, ctx.trustedProxies)
+  // A request the fast path refused was counted there already.
+  const decision = takeFastPathDecision(req) ?? (await ctx.limiter.consume(state.clientKey))
   state.rateHeaders = rateLimitHeaders(decision)
   if (!decision.allowed) {
     // Jitter spreads the retries of many limited clients over a few seconds instead of one.
@@ -99,25 +103,6 @@ async function applyRateLimit(ctx: ShimContext, event: H3Event): Promise<void> {
       'Retry-After': String(retryAfter),
     })
   }
-}
-
-/**
- * Without trusted proxies the client is the socket peer (X-Forwarded-For is never read), so its key
- * is computed once per keep-alive connection instead of per request (an address check per request
- * cost about 5% of a static read in the profile).
- */
-const socketKeys = new WeakMap<Socket, string>()
-
-function readClientKey(ctx: ShimContext, req: IncomingMessage): string {
-  if (ctx.options.trustedProxies.length > 0) {
-    return clientKey(resolveClientIp(req.socket.remoteAddress, req.headers['x-forwarded-for'], ctx.trustedProxies))
-  }
-  let key = socketKeys.get(req.socket)
-  if (key === undefined) {
-    key = clientKey(unmapAddress(req.socket.remoteAddress ?? ''))
-    socketKeys.set(req.socket, key)
-  }
-  return key
 }
 
 /** Serves a content-addressed file object, streamed (objects can be large). */

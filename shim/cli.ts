@@ -1,21 +1,21 @@
 /** `npm run serve`: serves the live release of dist/ (options: README, "Configuration"). */
-import { toNodeListener } from 'h3'
-import { listen } from 'listhen'
-import { createShimApp } from './app.ts'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { createShimListener } from './app.ts'
 import { resolveShimOptions } from './config.ts'
 import { createShimContext } from './context.ts'
 import { configureServer } from './server.ts'
 
 const options = resolveShimOptions({}, process.env)
 const ctx = await createShimContext(options)
-const app = createShimApp(ctx)
-const listener = await listen(toNodeListener(app), {
-  port: options.port,
-  hostname: options.host,
-  showURL: false,
-  qr: false,
-  open: false,
-  public: options.host === '0.0.0.0' || options.host === '::',
+// A bare node:http server: listhen's shutdown hook added a 'request' and a 'finish' listener per
+// request, measurably slower in an A/B run (bench/results/PROFILE.md), for a feature the CLI never used.
+const server = createServer(createShimListener(ctx))
+configureServer(server)
+await new Promise<void>((resolve, reject) => {
+  server.once('error', reject)
+  server.listen(options.port, options.host, resolve)
 })
-configureServer(listener.server)
-process.stderr.write(`Serving release ${ctx.release.id} of ${options.distDir} at ${listener.url.replace(/\/$/, '')}/api/v1\n`)
+const { address, port } = server.address() as AddressInfo
+const shown = address === '0.0.0.0' || address === '::' ? 'localhost' : address.includes(':') ? `[${address}]` : address
+process.stderr.write(`Serving release ${ctx.release.id} of ${options.distDir} at http://${shown}:${port}/api/v1\n`)

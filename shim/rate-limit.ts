@@ -1,10 +1,13 @@
 /**
  * Rate limiting behind a small interface whose store can be swapped (in memory for one process; a
- * shared store for replicas). The in-memory store is rate-limiter-flexible's RateLimiterMemory: a
- * fixed window per client key whose entry expires with its window, so memory stays bounded however
- * many clients pass. The shared store of replicas is shim/rate-limit-redis.ts.
+ * shared store for replicas). The in-memory store is a fixed window per client key, with the
+ * semantics of rate-limiter-flexible's RateLimiterMemory (the window starts at a key's first
+ * request; past `limit` the key is refused until the window ends), answered synchronously: the
+ * static hot path calls it on every request, and RateLimiterMemory's promise and result object per
+ * request showed in its profile (bench/results/PROFILE.md). The shared store of replicas is
+ * shim/rate-limit-redis.ts.
  */
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible'
+import type { RateLimiterRes } from 'rate-limiter-flexible'
 
 /** The outcome of one request against the budget. */
 export interface RateDecision {
@@ -20,6 +23,8 @@ export interface RateDecision {
 /** A limiter: consumes one request of a client key. */
 export interface RateLimiter {
   consume(key: string): Promise<RateDecision>
+  /** The same as consume, synchronously; only stores that answer from memory have it (a shared store has not). */
+  consumeNow?(key: string): RateDecision
 }
 
 /** The decision of a rate-limiter-flexible result against a budget of `limit`. */
@@ -34,18 +39,47 @@ export function decideRate(res: RateLimiterRes, allowed: boolean, limit: number,
   }
 }
 
-/** Creates the in-memory limiter: `limit` requests per `windowSeconds` per key. */
+interface Window {
+  count: number
+  /** Epoch ms when the window ends (Infinity for a window of 0 s: one window forever, as RateLimiterMemory). */
+  endsAt: number
+}
+
+/**
+ * Creates the in-memory limiter: `limit` requests per `windowSeconds` per key. Memory stays bounded
+ * without a timer per key: windows live in two generations that rotate every window length, so a
+ * generation is dropped only once every window in it has ended.
+ */
 export function createMemoryRateLimiter(limit: number, windowSeconds: number, now: () => number = Date.now): RateLimiter {
-  const limiter = new RateLimiterMemory({ points: limit, duration: windowSeconds })
+  const windowMs = windowSeconds * 1000
+  let current = new Map<string, Window>()
+  let previous = new Map<string, Window>()
+  let rotateAt = windowMs > 0 ? now() + windowMs : Infinity
+  const consumeNow = (key: string): RateDecision => {
+    const t = now()
+    if (t >= rotateAt) {
+      previous = current
+      current = new Map()
+      rotateAt = t + windowMs
+    }
+    let window = current.get(key) ?? previous.get(key)
+    if (window === undefined || t >= window.endsAt) {
+      window = { count: 0, endsAt: windowMs > 0 ? t + windowMs : Infinity }
+      current.set(key, window)
+    }
+    window.count++
+    const ms = window.endsAt === Infinity ? 0 : window.endsAt - t
+    return {
+      allowed: window.count <= limit,
+      limit,
+      remaining: Math.max(0, limit - window.count),
+      resetEpochSeconds: Math.ceil((t + ms) / 1000),
+      retryAfterSeconds: Math.max(1, Math.ceil(ms / 1000)),
+    }
+  }
   return {
-    async consume(key) {
-      try {
-        return decideRate(await limiter.consume(key, 1), true, limit, now)
-      } catch (err) {
-        if (err instanceof RateLimiterRes) return decideRate(err, false, limit, now)
-        throw err
-      }
-    },
+    consume: (key) => Promise.resolve(consumeNow(key)),
+    consumeNow,
   }
 }
 

@@ -3,6 +3,7 @@
  * id), bodies with their ETag and conditional 304s, and the error envelope of SPEC.md §7.
  */
 import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { H3Event } from 'h3'
 import type { Body } from '../build/render/body.ts'
 import { JSON_CONTENT_TYPE } from '../build/static-paths.ts'
@@ -80,13 +81,23 @@ export function sendBody(event: H3Event, body: Body, cacheControl: string, conte
  * Measured on the Zipf mix: bench/results/serve.md.
  */
 export function sendBodyWithCommonHeaders(event: H3Event, body: Body, cacheControl: string, rateLimit: string): void {
-  const { req, res } = event.node
   const state = getRequestState(event)
   const headers: string[] = ['Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', EXPOSED_HEADERS]
   const rate = state.rateHeaders
   if (rate['X-Ratelimit-Limit'] === undefined) headers.push('X-Ratelimit-Limit', rateLimit)
   for (const name in rate) headers.push(name, rate[name]!)
-  headers.push('X-Request-Id', state.requestId, 'ETag', body.etag, 'Cache-Control', cacheControl)
+  headers.push('X-Request-Id', state.requestId)
+  writeBodyWithHeaders(event.node.req, event.node.res, headers, body, cacheControl)
+}
+
+/**
+ * Writes a body after the common headers given as a flat list (ending with X-Request-Id): ETag and
+ * Cache-Control, then a 304 when If-None-Match matches, else 200 with Content-Type and
+ * Content-Length (no body for HEAD). Shared by sendBodyWithCommonHeaders and the listener's fast
+ * path (static-fast-path.ts), so both write the same bytes. Takes over (appends to) `headers`.
+ */
+export function writeBodyWithHeaders(req: IncomingMessage, res: ServerResponse, headers: string[], body: Body, cacheControl: string): void {
+  headers.push('ETag', body.etag, 'Cache-Control', cacheControl)
   if (matchesIfNoneMatch(req.headers['if-none-match'], body.etag)) {
     res.writeHead(304, headers)
     res.end()

@@ -8,7 +8,6 @@ import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } 
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
-import { toNodeListener } from 'h3'
 import { expect } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
 import type { BuildOptions } from '../build/context.ts'
@@ -16,7 +15,7 @@ import { runBuild } from '../build/index.ts'
 import { pointerSchema, type DiffCounts, type Pointer } from '../build/release/formats.ts'
 import { hashBytes, parseChanges, readGzipText, type Change } from '../build/release/manifest.ts'
 import { errorSchema, type Version } from '../build/schema/api.ts'
-import { createShimApp } from '../shim/app.ts'
+import { createShimListener } from '../shim/app.ts'
 import { resolveShimOptions, type ShimOptions } from '../shim/config.ts'
 import { createShimContext, type ShimContext, type ShimDependencies } from '../shim/context.ts'
 import { configureServer } from '../shim/server.ts'
@@ -54,7 +53,7 @@ export async function startServer(distDir: string, overrides: Partial<ShimOption
   const trusted = withFront ? { trustedProxies: ['127.0.0.1'] } : {}
   const options = resolveShimOptions({ host: '127.0.0.1', port: 0, distDir, releasePollMs: 0, rateLimit: 1_000_000, ...trusted, ...overrides }, {})
   const ctx = await createShimContext(options, deps)
-  const listener = toNodeListener(createShimApp(ctx))
+  const listener = createShimListener(ctx)
   let errors = 0
   let requests = 0
   const server = createServer((req, res) => {
@@ -62,7 +61,7 @@ export async function startServer(distDir: string, overrides: Partial<ShimOption
     res.on('finish', () => {
       if (res.statusCode >= 500) errors++
     })
-    void listener(req, res)
+    listener(req, res)
   })
   configureServer(server)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
