@@ -39,12 +39,14 @@ export function withFilter(text: string, filter: string | null): string {
   return filter ? `(${text} AND ${filter})` : text
 }
 
-/** A marked prefix: the vocabulary terms it stands for when the plan lists them, else FTS5's `*`. */
-function renderPrefix(plan: SearchPlan, prefix: string): string {
+/**
+ * The longer words a marked prefix ("\uE000sod") stands for: the vocabulary terms the plan lists
+ * for it, else FTS5's `*`. The prefix's own term is left out: every caller has it already, as the
+ * marked word or as the plain word (which every marked ASCII word also is).
+ */
+function listPrefixForms(plan: SearchPlan, prefix: string): string[] {
   const terms = plan.expansions.get(prefix)
-  if (!terms) return `${quote(prefix)}*`
-  // No term starts with it, so the prefix itself is no term either: it matches nothing.
-  return terms.length === 0 ? quote(prefix) : any(terms.map(quote))
+  return terms ? terms.filter((t) => t !== prefix).map(quote) : [`${quote(prefix)}*`]
 }
 
 /** Whether token i is the last one and matches as a prefix. */
@@ -54,7 +56,7 @@ const isPrefix = (plan: SearchPlan, i: number): boolean => plan.prefix && i === 
 function renderTokenIn(plan: SearchPlan, i: number, groups: Group[], typos: boolean): string {
   const t = plan.tokens[i]!
   const parts = groups.map((g) => quote(MARK[g] + t))
-  if (isPrefix(plan, i)) for (const g of groups) if (g !== 'summary') parts.push(renderPrefix(plan, MARK[g] + t))
+  if (isPrefix(plan, i)) for (const g of groups) if (g !== 'summary') parts.push(...listPrefixForms(plan, MARK[g] + t))
   if (typos) {
     for (const c of plan.typos.get(i) ?? []) {
       for (const g of groups) if (g !== 'summary') parts.push(quote(MARK[g] + c))
@@ -69,7 +71,7 @@ function renderTokenIn(plan: SearchPlan, i: number, groups: Group[], typos: bool
 function renderTokenAnywhere(plan: SearchPlan, i: number, typos: boolean): string {
   const t = plan.tokens[i]!
   const parts = [quote(t)]
-  if (isPrefix(plan, i)) parts.push(renderPrefix(plan, MARK.name + t), renderPrefix(plan, MARK.meta + t))
+  if (isPrefix(plan, i)) parts.push(...listPrefixForms(plan, MARK.name + t), ...listPrefixForms(plan, MARK.meta + t))
   if (typos) for (const c of plan.typos.get(i) ?? []) parts.push(quote(MARK.name + c), quote(MARK.meta + c), quote(MARK.joined + c))
   return any(parts)
 }
@@ -127,7 +129,8 @@ export function renderStages(plan: SearchPlan, typos: boolean): string[] {
   if (plan.prefix) stages.push(renderJoined(plan, typos, true), all(plan, ['name']))
   stages.push(all(plan, ['name', 'meta']))
   if (!typos) stages.push(all(plan, ['name', 'meta', 'summary']))
-  return stages
+  // A stage equal to an earlier one (a prefix standing for no longer word) adds nothing.
+  return [...new Set(stages)]
 }
 
 /** An expression split for counting (see renderCountParts). */
@@ -154,7 +157,7 @@ export function renderCountParts(plan: SearchPlan, typos: boolean): CountParts {
   for (let i = 0; i < n; i++) {
     const t = plan.tokens[i]!
     const own: string[] = []
-    if (isPrefix(plan, i)) own.push(renderPrefix(plan, MARK.name + t), renderPrefix(plan, MARK.meta + t))
+    if (isPrefix(plan, i)) own.push(...listPrefixForms(plan, MARK.name + t), ...listPrefixForms(plan, MARK.meta + t))
     if (typos) for (const c of plan.typos.get(i) ?? []) own.push(quote(MARK.name + c), quote(MARK.meta + c), quote(MARK.joined + c))
     if (own.length === 0) continue
     extras.push(every([any(own), ...plan.tokens.flatMap((_, j) => (j === i ? [] : [renderTokenAnywhere(plan, j, typos)]))]))

@@ -18,9 +18,9 @@ export interface SearchPlan {
   /** True when a corrected token also exists as typed somewhere: corrections rank after exact results. */
   demoted: boolean
   /**
-   * The vocabulary terms a marked prefix ("\uE000sod") stands for, when they are few: an OR of
-   * them is read lazily, while FTS5 merges every doclist of a `prefix*` before its first row
-   * (again in each stage and count). A prefix not listed is matched with `*`.
+   * The vocabulary terms a marked prefix ("\uE000sod") stands for, when they are few (ASCII
+   * tokens only): an OR of them is read lazily, while FTS5 merges every doclist of a `prefix*`
+   * before its first row (again in each stage and count). A prefix not listed is matched with `*`.
    */
   expansions: Map<string, string[]>
 }

@@ -52,8 +52,11 @@ export async function listRelevancePage(
   return { ranks: await readSegments(db, segments, offset, limit), total }
 }
 
-/** Stages read per statement: the first ones usually fill the cap, and later ones are then not read at all. */
-const STAGES_PER_READ = 4
+/**
+ * Stages read per statement: all of them for a first page (a few rows each: one round trip),
+ * else a few at a time, since the first ones usually fill `want` and later ones are then not read.
+ */
+const stagesPerRead = (want: number): number => (want <= 100 ? 64 : 4)
 
 /**
  * Reads the first `want` (at most STAGE_CAP) ranks of the stages' order: every result of the
@@ -67,10 +70,10 @@ async function readStages(db: Db, stages: string[], at: number, counted: CountPa
   const seen = new Set<number>()
   const taken: [number[], number[]] = [[], []]
   let counts: number[] = []
-  for (let from = 0; from < stages.length && seen.size < want; from += STAGES_PER_READ) {
+  for (let from = 0; from < stages.length && seen.size < want; from += stagesPerRead(want)) {
     const params: SqlValue[] = []
     const bind = (value: SqlValue): string => `?${params.push(value)}`
-    const chunk = stages.slice(from, from + STAGES_PER_READ)
+    const chunk = stages.slice(from, from + stagesPerRead(want))
     const columns = [
       ...chunk.map((s) => `(SELECT group_concat(rowid) FROM (SELECT rowid FROM search_all WHERE search_all MATCH ${bind(s)} ORDER BY rowid LIMIT ${want}))`),
       ...(from === 0 ? counted.map((c) => `(${renderCountSql(c, filter, bind)})`) : []),

@@ -37,6 +37,7 @@ export function renderCountSql(parts: CountParts, filter: string | null, bind: (
 
 /** Counts the matches of an expression split by renderCountParts. */
 export async function countMatches(db: Db, parts: CountParts, filter: string | null): Promise<number> {
+  if (parts.coreCount != null && parts.extra === null) return parts.coreCount
   const params: SqlValue[] = []
   const sql = renderCountSql(parts, filter, (v) => `?${params.push(v)}`)
   return (await db.get<{ n: number }>(`SELECT ${sql} AS n`, params))?.n ?? 0
