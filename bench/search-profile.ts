@@ -8,7 +8,7 @@ import { openDb, type Db } from '../build/db/sqlite.ts'
 import { projectsQuerySchema } from '../build/schema/query.ts'
 import { readQuery } from '../shim/query.ts'
 import { listSearchPage } from '../shim/search.ts'
-import { renderCountParts, renderStages } from '../shim/search-expr.ts'
+import { listFilterGroups, renderCountParts, renderFilterExpression, renderStages } from '../shim/search-expr.ts'
 import { getSearchTokens, planSearch } from '../shim/search-plan.ts'
 import { deriveQueryClasses } from './search-queries.ts'
 
@@ -44,16 +44,17 @@ async function timeSql(db: Db, sql: string, params: string[], n = 5): Promise<st
 }
 
 /** Prints the plan, the stages and the CPU time of each stage read and count part of one query. */
-async function explain(db: Db, q: string, want: number): Promise<void> {
+async function explain(db: Db, q: string, want: number, filter: string | null): Promise<void> {
   const plan = await planSearch(db, getSearchTokens(q))
+  const withF = (e: string): string => (filter ? `(${e}) AND ${filter}` : e)
   const typos = plan.typos.size > 0
   process.stdout.write(`${JSON.stringify({ ...plan, typos: [...plan.typos] })}\n`)
   const show = (e: string): string => e.replace(/[\uE000-\uE005]/g, (m) => `<${'NMSJWF'[m.charCodeAt(0) - 0xe000]}>`)
-  for (const stage of renderStages(plan, typos)) {
+  for (const stage of renderStages(plan, typos).map(withF)) {
     process.stdout.write(`stage ${await timeSql(db, `SELECT count(*) FROM (SELECT rowid FROM search_all WHERE search_all MATCH ? ORDER BY rowid LIMIT ${want})`, [stage])} ${show(stage).slice(0, 200)}\n`)
   }
   const parts = renderCountParts(plan, typos)
-  for (const e of [parts.core, parts.extra ? `(${parts.extra}) NOT (${parts.core})` : null]) {
+  for (const e of [withF(parts.core), parts.extra ? `(${withF(parts.extra)}) NOT (${withF(parts.core)})` : null]) {
     if (e) process.stdout.write(`count ${await timeSql(db, `SELECT count(*) FROM search_all WHERE search_all MATCH ?`, [e])} ${show(e).slice(0, 300)}\n`)
   }
 }
@@ -61,7 +62,11 @@ async function explain(db: Db, q: string, want: number): Promise<void> {
 async function main(): Promise<void> {
   const db = await openDb(arg('db', ''), { readonly: true })
   for (const pragma of arg('pragma', '').split(';').filter(Boolean)) await db.exec(`PRAGMA ${pragma}`)
-  if (arg('explain', '')) return explain(db, arg('explain', ''), Number(arg('want', '20')))
+  if (arg('explain', '')) {
+    const filter = arg('filter', '')
+    const groups = filter ? listFilterGroups(readQuery(filter, projectsQuerySchema)) : []
+    return explain(db, arg('explain', ''), Number(arg('want', '20')), renderFilterExpression(groups))
+  }
   const runs = Number(arg('runs', '3'))
   const only = arg('class', '')
   const log: { sql: string; ms: number }[] = []
