@@ -14,10 +14,16 @@ export const BITMAP_SHARE = 0.02
 /** Words the shim may look up as typed (ASCII letters and digits): FTS5 folds diacritics, so other words may be stored under another spelling. */
 export const isAsciiWord = (term: string): boolean => /^[a-z0-9]+$/.test(term)
 
+/** Fewest documents a term has to be in to get a bitmap, out of `documents`. */
+const minBitmapDocs = (documents: number): number => Math.max(2, Math.ceil(documents * BITMAP_SHARE))
+
+/** Whether a term in `docs` of the `documents` has a bitmap (an ASCII word or a filter value). */
+export const hasBitmap = (docs: number, documents: number): boolean => docs >= minBitmapDocs(documents)
+
 /** Creates and fills search_bitmaps from search_all and search_terms. */
 export async function writeSearchBitmaps(db: Db): Promise<void> {
   const docs = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM search_docs`))?.n ?? 0
-  const min = Math.max(2, Math.ceil(docs * BITMAP_SHARE))
+  const min = minBitmapDocs(docs)
   await db.exec(`CREATE TABLE search_bitmaps (term TEXT PRIMARY KEY, bits BLOB NOT NULL)`)
   const words = (await db.all<{ term: string }>(`SELECT term FROM search_terms WHERE term < ? AND docs >= ? ORDER BY term`, [MARK.name, min]))
     .map((r) => r.term)

@@ -23,6 +23,9 @@ export interface SearchPlan {
    * before its first row (again in each stage and count). A prefix not listed is matched with `*`.
    */
   expansions: Map<string, string[]>
+  /** Documents having each token as a plain word, and documents in all (search_docs). */
+  docs: number[]
+  documents: number
 }
 
 /** At most this many distinct tokens count (the rest is ignored): bounds the FTS5 expression and its cost. */
@@ -61,13 +64,14 @@ interface TokenFacts {
   /** For the prefix token: JSON arrays of (up to MAX_EXPANSION + 1) name and meta terms it starts. */
   nameTerms: string | null
   metaTerms: string | null
+  documents: number
 }
 
 /** Analyses the tokens against the vocabulary (one query, plus one for typo candidates if any). */
 export async function planSearch(db: Db, tokens: string[]): Promise<SearchPlan> {
   const lastIndex = tokens.length - 1
   const prefix = lastIndex >= 0 && [...tokens[lastIndex]!].length >= MIN_PREFIX
-  const plan: SearchPlan = { tokens, prefix, typos: new Map(), demoted: false, expansions: new Map() }
+  const plan: SearchPlan = { tokens, prefix, typos: new Map(), demoted: false, expansions: new Map(), docs: tokens.map(() => 0), documents: 0 }
   const startsWith = (mark: string): string =>
     `(SELECT json_group_array(term) FROM (SELECT term FROM search_terms WHERE term >= ${mark} || j.value AND term < ${mark} || j.value || char(1114111) ORDER BY term LIMIT ${MAX_EXPANSION + 1}))`
   const facts = await db.all<TokenFacts>(
@@ -76,10 +80,15 @@ export async function planSearch(db: Db, tokens: string[]): Promise<SearchPlan> 
        EXISTS (SELECT 1 FROM json_each(?2) m, search_terms s WHERE s.term = m.value || j.value) AS head,
        j.key = ?3 AND EXISTS (SELECT 1 FROM json_each(?2) m, search_terms s WHERE s.term > m.value || j.value AND s.term < m.value || j.value || char(1114111)) AS headPrefix,
        CASE WHEN j.key = ?3 THEN ${startsWith('?4')} END AS nameTerms,
-       CASE WHEN j.key = ?3 THEN ${startsWith('?5')} END AS metaTerms
+       CASE WHEN j.key = ?3 THEN ${startsWith('?5')} END AS metaTerms,
+       (SELECT max(rank) FROM search_docs) AS documents
      FROM json_each(?1) j`,
     [JSON.stringify(tokens), JSON.stringify([MARK.name, MARK.meta, MARK.joined]), prefix ? lastIndex : -1, MARK.name, MARK.meta],
   )
+  for (const f of facts) {
+    plan.docs[f.i] = f.plain
+    plan.documents = f.documents
+  }
   // Stored terms are FTS5's (diacritics removed): only an ASCII token is certainly spelt the same.
   for (const f of facts) {
     if (!isAsciiWord(tokens[f.i]!)) continue

@@ -7,6 +7,7 @@
 import type { z } from 'zod'
 import type { Db, SqlValue } from '../build/db/sqlite.ts'
 import type { projectsQuerySchema } from '../build/schema/query.ts'
+import { hasBitmap } from '../build/search-bitmaps.ts'
 import { countByBitmaps } from './search-count.ts'
 import { listFilterGroups, renderCountParts, renderFilterExpression, renderMatchAll, withFilter } from './search-expr.ts'
 import { getSearchTokens, planSearch } from './search-plan.ts'
@@ -44,8 +45,10 @@ export async function listSearchPage(db: Db, query: ProjectsQuery): Promise<Sear
   if (tokens.length === 0 && filter === null) return listAllPage(db, query, offset)
   const sort = query.sort === 'relevance' && tokens.length === 0 ? 'downloads' : query.sort
   const plan = tokens.length > 0 ? await planSearch(db, tokens) : null
-  // Every plain word AND the filters: from bitmaps when all are common (one word alone has a stored count).
-  const coreCount = tokens.length > 1 || filter !== null ? await countByBitmaps(db, tokens, groups) : null
+  // Every plain word AND the filters: from bitmaps when all are common (one word alone has a stored
+  // count; a rare word has no bitmap, and FTS5 counts cheaply from its short doclist).
+  const common = plan === null || plan.docs.every((d) => hasBitmap(d, plan.documents))
+  const coreCount = (tokens.length > 1 || filter !== null) && common ? await countByBitmaps(db, tokens, groups) : null
   let ranks: number[]
   let total: number
   if (sort === 'relevance') {
