@@ -13,8 +13,11 @@
  * - search_vocab: fts5vocab over search_all; search_terms: its document counts of plain, name,
  *   meta and joined terms (the query planner's vocabulary: exists, prefix exists, how common).
  * - search_typos: deletion keys of the name/tag/author words and joined names, for typo candidates.
+ * - search_bitmaps: document bitmaps of common words and filter values, for exact totals
+ *   (build/search-bitmaps.ts).
  */
 import type { Db } from './db/sqlite.ts'
+import { writeSearchBitmaps } from './search-bitmaps.ts'
 import {
   listDeletions,
   MARK,
@@ -111,6 +114,7 @@ export async function createSearchIndex(db: Db): Promise<void> {
     CREATE TABLE search_terms (term TEXT PRIMARY KEY, docs INTEGER NOT NULL) WITHOUT ROWID;
     INSERT INTO search_terms SELECT term, doc FROM search_vocab WHERE term < '${MARK.summary}' OR (term > '${MARK.joined}' AND term < '${MARK.whole}') OR term > '${MARK.facet}\u{10FFFF}' ORDER BY term;
   `)
+  await writeSearchBitmaps(db)
   await writeTypoKeys(db)
 }
 

@@ -13,11 +13,11 @@ const quote = (token: string): string => `"${token}"`
 const any = (parts: string[]): string => (parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`)
 const every = (parts: string[]): string => (parts.length === 1 ? parts[0]! : `(${parts.join(' AND ')})`)
 
-/** The filter part: any value of each list filter, different filters combined with AND; null without filters. */
-export function renderFilterExpression(query: ProjectsQuery): string | null {
-  const groups: string[] = []
+/** Facet tokens of the list filters: any value of a group, every group (AND); [] without filters. */
+export function listFilterGroups(query: ProjectsQuery): string[][] {
+  const groups: string[][] = []
   const add = (kind: string, values: readonly string[] | undefined): void => {
-    if (values && values.length > 0) groups.push(any([...new Set(values)].map((v) => quote(renderFacetToken(kind, v)))))
+    if (values && values.length > 0) groups.push([...new Set(values)].map((v) => renderFacetToken(kind, v)))
   }
   add('y', query.type ? [query.type] : undefined)
   add('c', query.category)
@@ -26,12 +26,27 @@ export function renderFilterExpression(query: ProjectsQuery): string | null {
   add('t', query.tag)
   // Usernames are stored lowercase; SQLite's lower() (used before) folds ASCII only, and so does this.
   add('a', query.author !== undefined ? [query.author.replace(/[A-Z]/g, (c) => c.toLowerCase())] : undefined)
-  return groups.length > 0 ? every(groups) : null
+  return groups
+}
+
+/** The filter part of listFilterGroups as an FTS5 expression; null without filters. */
+export function renderFilterExpression(groups: readonly (readonly string[])[]): string | null {
+  return groups.length > 0 ? every(groups.map((g) => any(g.map(quote)))) : null
 }
 
 /** Combines a text expression with the filter expression (parenthesised: FTS5's NOT binds tighter than AND). */
 export function withFilter(text: string, filter: string | null): string {
   return filter ? `(${text} AND ${filter})` : text
+}
+
+/**
+ * The longer words a marked prefix ("\uE000sod") stands for: the vocabulary terms the plan lists
+ * for it, else FTS5's `*`. The prefix's own term is left out: every caller has it already, as the
+ * marked word or as the plain word (which every marked ASCII word also is).
+ */
+function listPrefixForms(plan: SearchPlan, prefix: string): string[] {
+  const terms = plan.expansions.get(prefix)
+  return terms ? terms.filter((t) => t !== prefix).map(quote) : [`${quote(prefix)}*`]
 }
 
 /** Whether token i is the last one and matches as a prefix. */
@@ -41,7 +56,7 @@ const isPrefix = (plan: SearchPlan, i: number): boolean => plan.prefix && i === 
 function renderTokenIn(plan: SearchPlan, i: number, groups: Group[], typos: boolean): string {
   const t = plan.tokens[i]!
   const parts = groups.map((g) => quote(MARK[g] + t))
-  if (isPrefix(plan, i)) for (const g of groups) if (g !== 'summary') parts.push(`${quote(MARK[g] + t)}*`)
+  if (isPrefix(plan, i)) for (const g of groups) if (g !== 'summary') parts.push(...listPrefixForms(plan, MARK[g] + t))
   if (typos) {
     for (const c of plan.typos.get(i) ?? []) {
       for (const g of groups) if (g !== 'summary') parts.push(quote(MARK[g] + c))
@@ -56,7 +71,7 @@ function renderTokenIn(plan: SearchPlan, i: number, groups: Group[], typos: bool
 function renderTokenAnywhere(plan: SearchPlan, i: number, typos: boolean): string {
   const t = plan.tokens[i]!
   const parts = [quote(t)]
-  if (isPrefix(plan, i)) parts.push(`${quote(MARK.name + t)}*`, `${quote(MARK.meta + t)}*`)
+  if (isPrefix(plan, i)) parts.push(...listPrefixForms(plan, MARK.name + t), ...listPrefixForms(plan, MARK.meta + t))
   if (typos) for (const c of plan.typos.get(i) ?? []) parts.push(quote(MARK.name + c), quote(MARK.meta + c), quote(MARK.joined + c))
   return any(parts)
 }
@@ -114,12 +129,15 @@ export function renderStages(plan: SearchPlan, typos: boolean): string[] {
   if (plan.prefix) stages.push(renderJoined(plan, typos, true), all(plan, ['name']))
   stages.push(all(plan, ['name', 'meta']))
   if (!typos) stages.push(all(plan, ['name', 'meta', 'summary']))
-  return stages
+  // A stage equal to an earlier one (a prefix standing for no longer word) adds nothing.
+  return [...new Set(stages)]
 }
 
 /** An expression split for counting (see renderCountParts). */
 export interface CountParts {
   core: string
+  /** The count of `core` (with the filter) when known beforehand (shim/search-count.ts). */
+  coreCount?: number | null
   /** The single plain word `core` is, when it is one (its count is its document frequency). */
   word: string | null
   extra: string | null
@@ -139,7 +157,7 @@ export function renderCountParts(plan: SearchPlan, typos: boolean): CountParts {
   for (let i = 0; i < n; i++) {
     const t = plan.tokens[i]!
     const own: string[] = []
-    if (isPrefix(plan, i)) own.push(`${quote(MARK.name + t)}*`, `${quote(MARK.meta + t)}*`)
+    if (isPrefix(plan, i)) own.push(...listPrefixForms(plan, MARK.name + t), ...listPrefixForms(plan, MARK.meta + t))
     if (typos) for (const c of plan.typos.get(i) ?? []) own.push(quote(MARK.name + c), quote(MARK.meta + c), quote(MARK.joined + c))
     if (own.length === 0) continue
     extras.push(every([any(own), ...plan.tokens.flatMap((_, j) => (j === i ? [] : [renderTokenAnywhere(plan, j, typos)]))]))

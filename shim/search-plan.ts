@@ -5,6 +5,7 @@
  * corrections of a word that exists elsewhere rank after every exact result (no "autocorrect").
  */
 import type { Db } from '../build/db/sqlite.ts'
+import { isAsciiWord } from '../build/search-bitmaps.ts'
 import { listDeletions, MARK, tokenizeText } from '../build/search-text.ts'
 
 /** The analysed query. */
@@ -16,6 +17,15 @@ export interface SearchPlan {
   typos: Map<number, string[]>
   /** True when a corrected token also exists as typed somewhere: corrections rank after exact results. */
   demoted: boolean
+  /**
+   * The vocabulary terms a marked prefix ("\uE000sod") stands for, when they are few (ASCII
+   * tokens only): an OR of them is read lazily, while FTS5 merges every doclist of a `prefix*`
+   * before its first row (again in each stage and count). A prefix not listed is matched with `*`.
+   */
+  expansions: Map<string, string[]>
+  /** Documents having each token as a plain word, and documents in all (search_docs). */
+  docs: number[]
+  documents: number
 }
 
 /** At most this many distinct tokens count (the rest is ignored): bounds the FTS5 expression and its cost. */
@@ -30,6 +40,8 @@ const TWO_TYPOS = 8
 const MAX_TYPO_DOCS = 5
 const MAX_CANDIDATES = 6
 const MAX_CORRECTED_TOKENS = 4
+/** A prefix standing for more vocabulary terms than this is matched with FTS5's `*`. */
+const MAX_EXPANSION = 12
 
 /**
  * The distinct search tokens of what the user typed (build/search-text.ts tokenizeText: letters
@@ -49,21 +61,42 @@ interface TokenFacts {
   plain: number
   head: number
   headPrefix: number
+  /** For the prefix token: JSON arrays of (up to MAX_EXPANSION + 1) name and meta terms it starts. */
+  nameTerms: string | null
+  metaTerms: string | null
+  documents: number
 }
 
 /** Analyses the tokens against the vocabulary (one query, plus one for typo candidates if any). */
 export async function planSearch(db: Db, tokens: string[]): Promise<SearchPlan> {
   const lastIndex = tokens.length - 1
   const prefix = lastIndex >= 0 && [...tokens[lastIndex]!].length >= MIN_PREFIX
-  const plan: SearchPlan = { tokens, prefix, typos: new Map(), demoted: false }
+  const plan: SearchPlan = { tokens, prefix, typos: new Map(), demoted: false, expansions: new Map(), docs: tokens.map(() => 0), documents: 0 }
+  const startsWith = (mark: string): string =>
+    `(SELECT json_group_array(term) FROM (SELECT term FROM search_terms WHERE term >= ${mark} || j.value AND term < ${mark} || j.value || char(1114111) ORDER BY term LIMIT ${MAX_EXPANSION + 1}))`
   const facts = await db.all<TokenFacts>(
     `SELECT j.key AS i,
        coalesce((SELECT docs FROM search_terms WHERE term = j.value), 0) AS plain,
        EXISTS (SELECT 1 FROM json_each(?2) m, search_terms s WHERE s.term = m.value || j.value) AS head,
-       j.key = ?3 AND EXISTS (SELECT 1 FROM json_each(?2) m, search_terms s WHERE s.term > m.value || j.value AND s.term < m.value || j.value || char(1114111)) AS headPrefix
+       j.key = ?3 AND EXISTS (SELECT 1 FROM json_each(?2) m, search_terms s WHERE s.term > m.value || j.value AND s.term < m.value || j.value || char(1114111)) AS headPrefix,
+       CASE WHEN j.key = ?3 THEN ${startsWith('?4')} END AS nameTerms,
+       CASE WHEN j.key = ?3 THEN ${startsWith('?5')} END AS metaTerms,
+       (SELECT max(rank) FROM search_docs) AS documents
      FROM json_each(?1) j`,
-    [JSON.stringify(tokens), JSON.stringify([MARK.name, MARK.meta, MARK.joined]), prefix ? lastIndex : -1],
+    [JSON.stringify(tokens), JSON.stringify([MARK.name, MARK.meta, MARK.joined]), prefix ? lastIndex : -1, MARK.name, MARK.meta],
   )
+  for (const f of facts) {
+    plan.docs[f.i] = f.plain
+    plan.documents = f.documents
+  }
+  // Stored terms are FTS5's (diacritics removed): only an ASCII token is certainly spelt the same.
+  for (const f of facts) {
+    if (!isAsciiWord(tokens[f.i]!)) continue
+    for (const [mark, json] of [[MARK.name, f.nameTerms], [MARK.meta, f.metaTerms]] as const) {
+      const terms = json === null ? null : (JSON.parse(json) as string[])
+      if (terms && terms.length <= MAX_EXPANSION) plan.expansions.set(mark + tokens[f.i]!, terms)
+    }
+  }
   const eligible = facts.filter(
     (f) => [...tokens[f.i]!].length >= MIN_TYPO_LENGTH && !f.head && !f.headPrefix && f.plain < MAX_TYPO_DOCS,
   ).slice(0, MAX_CORRECTED_TOKENS)

@@ -17,8 +17,16 @@ const STAGE_CAP = 600
 type Segment = { ranks: number[] } | { match: string; count: number; exclude: number[] }
 
 /** Ranks (search_docs.rank) of one page in relevance order, and the exact total. */
-export async function listRelevancePage(db: Db, plan: SearchPlan, filter: string | null, offset: number, limit: number): Promise<{ ranks: number[]; total: number }> {
+export async function listRelevancePage(
+  db: Db,
+  plan: SearchPlan,
+  filter: string | null,
+  offset: number,
+  limit: number,
+  coreCount: number | null,
+): Promise<{ ranks: number[]; total: number }> {
   const typos = plan.typos.size > 0
+  const want = Math.min(STAGE_CAP, offset + limit)
   const full = withFilter(renderMatchAll(plan, typos), filter)
   const segments: Segment[] = []
   let total: number
@@ -28,7 +36,7 @@ export async function listRelevancePage(db: Db, plan: SearchPlan, filter: string
     const corrected = `${full} NOT ${exact}`
     const exactStages = renderStages(plan, false).map((s) => withFilter(s, filter))
     const typoStages = renderStages(plan, true).map((s) => `(${withFilter(s, filter)}) NOT ${exact}`)
-    const read = await readStages(db, [...exactStages, ...typoStages], exactStages.length, [renderCountParts(plan, false), renderCountParts(plan, true)], filter)
+    const read = await readStages(db, [...exactStages, ...typoStages], exactStages.length, [{ ...renderCountParts(plan, false), coreCount }, { ...renderCountParts(plan, true), coreCount }], filter, want)
     const [first, second] = read.taken
     const [exactCount, fullCount] = read.counts as [number, number]
     total = fullCount
@@ -36,7 +44,7 @@ export async function listRelevancePage(db: Db, plan: SearchPlan, filter: string
     segments.push({ ranks: second }, { match: corrected, count: fullCount - exactCount - second.length, exclude: second })
   } else {
     const stages = renderStages(plan, typos).map((s) => withFilter(s, filter))
-    const read = await readStages(db, stages, stages.length, [renderCountParts(plan, typos)], filter)
+    const read = await readStages(db, stages, stages.length, [{ ...renderCountParts(plan, typos), coreCount }], filter, want)
     const [taken] = read.taken
     total = read.counts[0]!
     segments.push({ ranks: taken }, { match: full, count: total - taken.length, exclude: taken })
@@ -44,24 +52,30 @@ export async function listRelevancePage(db: Db, plan: SearchPlan, filter: string
   return { ranks: await readSegments(db, segments, offset, limit), total }
 }
 
-/** Stages read per statement: the first ones usually fill the cap, and later ones are then not read at all. */
-const STAGES_PER_READ = 4
+/**
+ * Stages read per statement: all of them for a first page (a few rows each: one round trip),
+ * else a few at a time, since the first ones usually fill `want` and later ones are then not read.
+ */
+const stagesPerRead = (want: number): number => (want <= 100 ? 64 : 4)
 
 /**
- * Reads the stages in rowid order, without repeats and at most STAGE_CAP ranks in all, split at
- * stage `at` into two groups; the counts of the full expressions come with the first statement.
+ * Reads the first `want` (at most STAGE_CAP) ranks of the stages' order: every result of the
+ * first stage by rowid, then the new ones of the next, and so on. The first `want` rows of a stage
+ * always hold enough new ones (at most `seen` of them are repeats), so a first page reads a few
+ * rows per stage, and any page sees the same order. Split at stage `at` into two groups; the
+ * counts of the full expressions come with the first statement. Either `want` ranks are taken, or
+ * every stage was read to its end (the stages' whole union, fewer than `want`).
  */
-async function readStages(db: Db, stages: string[], at: number, counted: CountParts[], filter: string | null): Promise<{ taken: [number[], number[]]; counts: number[] }> {
+async function readStages(db: Db, stages: string[], at: number, counted: CountParts[], filter: string | null, want: number): Promise<{ taken: [number[], number[]]; counts: number[] }> {
   const seen = new Set<number>()
   const taken: [number[], number[]] = [[], []]
   let counts: number[] = []
-  for (let from = 0; from < stages.length && seen.size < STAGE_CAP; from += STAGES_PER_READ) {
+  for (let from = 0; from < stages.length && seen.size < want; from += stagesPerRead(want)) {
     const params: SqlValue[] = []
     const bind = (value: SqlValue): string => `?${params.push(value)}`
-    const chunk = stages.slice(from, from + STAGES_PER_READ)
-    const cap = STAGE_CAP - seen.size
+    const chunk = stages.slice(from, from + stagesPerRead(want))
     const columns = [
-      ...chunk.map((s) => `(SELECT group_concat(rowid) FROM (SELECT rowid FROM search_all WHERE search_all MATCH ${bind(s)} ORDER BY rowid LIMIT ${cap}))`),
+      ...chunk.map((s) => `(SELECT group_concat(rowid) FROM (SELECT rowid FROM search_all WHERE search_all MATCH ${bind(s)} ORDER BY rowid LIMIT ${want}))`),
       ...(from === 0 ? counted.map((c) => `(${renderCountSql(c, filter, bind)})`) : []),
     ]
     const row = await db.get<Record<string, string | number | null>>(`SELECT ${columns.map((c, i) => `${c} AS c${i}`).join(', ')}`, params)
@@ -71,7 +85,7 @@ async function readStages(db: Db, stages: string[], at: number, counted: CountPa
       const v = values[k]
       if (typeof v !== 'string' || v === '') return
       for (const rank of v.split(',').map(Number)) {
-        if (seen.size >= STAGE_CAP) return
+        if (seen.size >= want) return
         if (seen.has(rank)) continue
         seen.add(rank)
         taken[from + k < at ? 0 : 1].push(rank)

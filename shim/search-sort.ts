@@ -4,6 +4,7 @@
  * every sort is a doclist read in rowid order: no sort of the matches, whatever their number.
  */
 import type { Db, SqlValue } from '../build/db/sqlite.ts'
+import { isAsciiWord } from '../build/search-bitmaps.ts'
 import { withFilter, type CountParts } from './search-expr.ts'
 
 /** Sorts other than relevance: the FTS5 table whose rowid is the position in that order, and the position column. */
@@ -17,12 +18,16 @@ export const sortTables = {
 
 /**
  * SQL of the exact number of matches of an expression split by renderCountParts, with the filter:
- * count(core) (a stored document count for one plain word without filters) + count(extra NOT core).
+ * count(core) (known from bitmaps, or a stored document count for one plain word without filters)
+ * + count(extra NOT core).
  */
 export function renderCountSql(parts: CountParts, filter: string | null, bind: (value: SqlValue) => string): string {
   const core = withFilter(parts.core, filter)
   const counts = [
-    parts.word !== null && filter === null
+    parts.coreCount != null
+      ? String(parts.coreCount)
+      : // Stored counts are keyed by FTS5's terms: only an ASCII word is certainly its own term.
+        parts.word !== null && filter === null && isAsciiWord(parts.word)
       ? `coalesce((SELECT docs FROM search_terms WHERE term = ${bind(parts.word)}), 0)`
       : `(SELECT count(*) FROM search_all WHERE search_all MATCH ${bind(core)})`,
   ]
@@ -32,6 +37,7 @@ export function renderCountSql(parts: CountParts, filter: string | null, bind: (
 
 /** Counts the matches of an expression split by renderCountParts. */
 export async function countMatches(db: Db, parts: CountParts, filter: string | null): Promise<number> {
+  if (parts.coreCount != null && parts.extra === null) return parts.coreCount
   const params: SqlValue[] = []
   const sql = renderCountSql(parts, filter, (v) => `?${params.push(v)}`)
   return (await db.get<{ n: number }>(`SELECT ${sql} AS n`, params))?.n ?? 0

@@ -7,7 +7,9 @@
 import type { z } from 'zod'
 import type { Db, SqlValue } from '../build/db/sqlite.ts'
 import type { projectsQuerySchema } from '../build/schema/query.ts'
-import { renderCountParts, renderFilterExpression, renderMatchAll, withFilter } from './search-expr.ts'
+import { hasBitmap } from '../build/search-bitmaps.ts'
+import { countByBitmaps } from './search-count.ts'
+import { listFilterGroups, renderCountParts, renderFilterExpression, renderMatchAll, withFilter } from './search-expr.ts'
 import { getSearchTokens, planSearch } from './search-plan.ts'
 import { listRelevancePage } from './search-rank.ts'
 import { countMatches, listSortedPage } from './search-sort.ts'
@@ -37,20 +39,26 @@ const orderBy = {
 /** Runs a search and returns the requested page with the exact total. */
 export async function listSearchPage(db: Db, query: ProjectsQuery): Promise<SearchPage> {
   const tokens = getSearchTokens(query.q)
-  const filter = renderFilterExpression(query)
+  const groups = listFilterGroups(query)
+  const filter = renderFilterExpression(groups)
   const offset = (query.page - 1) * query.limit
   if (tokens.length === 0 && filter === null) return listAllPage(db, query, offset)
   const sort = query.sort === 'relevance' && tokens.length === 0 ? 'downloads' : query.sort
+  const plan = tokens.length > 0 ? await planSearch(db, tokens) : null
+  // Every plain word AND the filters: from bitmaps when all are common (one word alone has a stored
+  // count; a rare word has no bitmap, and FTS5 counts cheaply from its short doclist).
+  const common = plan === null || plan.docs.every((d) => hasBitmap(d, plan.documents))
+  const coreCount = (tokens.length > 1 || filter !== null) && common ? await countByBitmaps(db, tokens, groups) : null
   let ranks: number[]
   let total: number
   if (sort === 'relevance') {
-    ;({ ranks, total } = await listRelevancePage(db, await planSearch(db, tokens), filter, offset, query.limit))
+    ;({ ranks, total } = await listRelevancePage(db, plan!, filter, offset, query.limit, coreCount))
   } else {
     // Other orders list the same matches as relevance does (typo candidates included).
-    const plan = tokens.length > 0 ? await planSearch(db, tokens) : null
     const typos = plan !== null && plan.typos.size > 0
     const match = plan ? withFilter(renderMatchAll(plan, typos), filter) : filter!
-    total = await countMatches(db, plan ? renderCountParts(plan, typos) : { core: filter!, word: null, extra: null }, plan ? filter : null)
+    const parts = plan ? renderCountParts(plan, typos) : { core: filter!, word: null, extra: null }
+    total = await countMatches(db, { ...parts, coreCount }, plan ? filter : null)
     ranks = offset < total ? await listSortedPage(db, match, sort, offset, query.limit) : []
   }
   return { items: await readSummaries(db, ranks), total }

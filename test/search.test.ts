@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { openDb } from '../build/db/sqlite.ts'
 import { pageEnvelope, projectSummarySchema } from '../build/schema/api.ts'
 import { json, startServer, type TestServer } from './harness.ts'
 
@@ -51,6 +52,8 @@ const judged: Record<string, Judged[]> = {
   ],
   'prefixes of the last word': [
     ['sod', 'sodium', 'first'],
+    ['appl', 'appleskin', 'first'],
+    ['entity cul', 'entityculling', 'first'],
     ['lith', 'lithium', 'first'],
     ['xaer', 'xaeros-minimap', 'first'],
     ['terra', 'terralith', 'first'],
@@ -172,5 +175,71 @@ describe('exact matches and real words', () => {
     expect((await search('{name}: sodium*')).slugs).toEqual((await search('name sodium')).slugs)
     expect((await search('NEAR(sodium extra)')).slugs).toEqual((await search('near sodium extra')).slugs)
     expect((await search('sodium extra ' + 'x '.repeat(200))).total).toBe(0)
+  })
+})
+
+describe('exact totals and stable pages', () => {
+  const published = readdirSync('data/projects')
+    .map((f) => JSON.parse(readFileSync(path.join('data/projects', f, 'project.json'), 'utf8')) as { type: string; categories: string[]; status: string })
+    .filter((p) => p.status === 'published')
+  const totalOf = async (query: string): Promise<{ total: number; ids: string[] }> => {
+    const res = await server.get(`/projects?${query}&limit=100`)
+    expect(res.status, query).toBe(200)
+    const body = page.parse(await json(res))
+    return { total: body.meta.total, ids: body.data.map((p) => p.id) }
+  }
+
+  it('counts filters exactly, from bitmaps (common values) or FTS5 (rare ones)', async () => {
+    // Which terms have bitmaps in this build: both kinds of count must be exercised here.
+    const db = await openDb(path.join(inject('distDir'), 'current', 'catalog.sqlite'), { readonly: true })
+    const bitmaps = new Set((await db.all<{ term: string }>(`SELECT term FROM search_bitmaps`)).map((r) => r.term))
+    await db.close()
+    const facet = (kind: string, v: string): string => `\uE005${kind}${Buffer.from(v).toString('hex')}`
+    expect(bitmaps.has(facet('c', 'client-side')) && bitmaps.has(facet('y', 'mod')) && bitmaps.has('the')).toBe(true)
+    expect(bitmaps.has(facet('c', 'magic'))).toBe(false)
+    const cases: [string, (p: (typeof published)[number]) => boolean][] = [
+      ['category=client-side', (p) => p.categories.includes('client-side')],
+      ['type=mod&category=utility,adventure', (p) => p.type === 'mod' && (p.categories.includes('utility') || p.categories.includes('adventure'))],
+      ['type=skin&category=fantasy', (p) => p.type === 'skin' && p.categories.includes('fantasy')],
+      ['category=magic', (p) => p.categories.includes('magic')],
+      ['category=magic,client-side', (p) => p.categories.includes('magic') || p.categories.includes('client-side')],
+      ['category=worldgen', (p) => p.categories.includes('worldgen')],
+      ['type=map&category=client-side', (p) => p.type === 'map' && p.categories.includes('client-side')],
+    ]
+    for (const [query, keep] of cases) {
+      const expected = published.filter(keep).length
+      const { total, ids } = await totalOf(query)
+      expect(total, query).toBe(expected)
+      expect(ids.length, query).toBe(expected)
+    }
+  })
+
+  it('gives totals equal to the matches listed, for common words with and without filters', async () => {
+    for (const q of ['the', 'the mod', 'adds the', 'mod with', 'the world', 'a the of', 'café', 'mod', 'sod']) {
+      for (const extra of ['', '&type=mod', '&category=client-side', '&type=mod&category=utility,adventure', '&sort=name', '&sort=downloads&category=client-side']) {
+        const query = `q=${encodeURIComponent(q)}${extra}`
+        const { total, ids } = await totalOf(query)
+        expect(ids.length, query).toBe(total)
+        expect(new Set(ids).size, query).toBe(ids.length)
+      }
+    }
+    expect((await totalOf('q=the')).total).toBeGreaterThan(10)
+  })
+
+  it('lists the same relevance order whatever the page size', async () => {
+    for (const q of ['mod', 'the', 'so', 'crea', 'sodum', 'map of', 'the mod']) {
+      const { total, ids } = await totalOf(`q=${encodeURIComponent(q)}`)
+      expect(total, q).toBeGreaterThan(1)
+      for (const limit of [1, 3, 7]) {
+        const walked: string[] = []
+        for (let n = 1; walked.length < total; n++) {
+          const res = page.parse(await json(await server.get(`/projects?q=${encodeURIComponent(q)}&limit=${limit}&page=${n}`)))
+          expect(res.meta.total, `${q} limit ${limit}`).toBe(total)
+          expect(res.data.length, `${q} limit ${limit} page ${n}`).toBeGreaterThan(0)
+          walked.push(...res.data.map((p) => p.id))
+        }
+        expect(walked, `${q} limit ${limit}`).toEqual(ids)
+      }
+    }
   })
 })
