@@ -143,8 +143,8 @@ async function writeProjects(db: Db, authors: Map<string, Author>): Promise<Map<
   }
   await batch.flush()
   await db.exec(`
-    INSERT INTO project_members SELECT p.id, p.author_id, 'owner', 0 FROM projects p;
-    INSERT INTO project_members SELECT p.id, m.value->>'userId', m.value->>'role', m.key + 1 FROM projects p, json_each(p.source_json, '$.members') m;
+    INSERT INTO project_members (project_id, position, user_id, role) SELECT p.id, 0, p.author_id, 'owner' FROM projects p;
+    INSERT INTO project_members (project_id, position, user_id, role) SELECT p.id, m.key + 1, m.value->>'userId', m.value->>'role' FROM projects p, json_each(p.source_json, '$.members') m;
     INSERT OR IGNORE INTO project_facets SELECT 'c:' || c.value, p.rowid FROM projects p, json_each(p.source_json, '$.categories') c;
     INSERT OR IGNORE INTO project_facets SELECT 't:' || t.value, p.rowid FROM projects p, json_each(p.source_json, '$.tags') t;
     INSERT OR IGNORE INTO project_facets SELECT 'g:' || g.value, p.rowid FROM projects p, json_each(p.summary_json, '$.gameVersions') g;

@@ -85,11 +85,13 @@ describe('offline snapshot', () => {
 
   it('is one SQLite file that the sqlite3 shell opens, with integrity ok and its SHA-256 in the pointer', async () => {
     expect(hashBytes(readFileSync(snapshot))).toBe(pointer.snapshot!.sha256)
-    // integrity_check through the binding (SQLite 3.5x): the Debian shell (3.40.1) reports false
-    // "NULL value" errors on WITHOUT ROWID tables whose key is not their first column, even on catalog.sqlite.
+    // integrity_check through the binding (SQLite 3.5x) and through the Debian shell (3.40.1), which
+    // reported false "NULL value" errors while a WITHOUT ROWID table (project_members) had its key
+    // columns after others: a user of an older shell must see "ok" too.
     const db = await openDb(snapshot, { readonly: true })
     expect(await db.all(`PRAGMA integrity_check`)).toEqual([{ integrity_check: 'ok' }])
     await db.close()
+    for (const file of [snapshot, path.join(distDir, 'current/catalog.sqlite')]) expect(execFileSync('sqlite3', [file, 'PRAGMA integrity_check;']).toString().trim()).toBe('ok')
     const tables = execFileSync('sqlite3', [snapshot, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name;`]).toString()
     for (const t of ['projects', 'versions', 'files', 'static_paths', 'static_bodies', 'snapshot_info']) expect(tables.split('\n')).toContain(t)
     // It names no release and no time (the same data gives the same file): only its format and the catalog it copies.

@@ -60,7 +60,9 @@ CREATE TABLE projects (
   summary_json TEXT NOT NULL,
   source_json TEXT NOT NULL
 );
-CREATE TABLE project_members (project_id TEXT NOT NULL, user_id TEXT NOT NULL, role TEXT NOT NULL, position INTEGER NOT NULL, PRIMARY KEY (project_id, position)) WITHOUT ROWID;
+-- Key columns first: the sqlite3 shell of Debian 12 (SQLite 3.40) reports false "NULL value" errors in
+-- PRAGMA quick_check on a WITHOUT ROWID table whose key columns are not its leading ones.
+CREATE TABLE project_members (project_id TEXT NOT NULL, position INTEGER NOT NULL, user_id TEXT NOT NULL, role TEXT NOT NULL, PRIMARY KEY (project_id, position)) WITHOUT ROWID;
 CREATE TABLE project_facets (facet TEXT NOT NULL, project_rowid INTEGER NOT NULL, PRIMARY KEY (facet, project_rowid)) WITHOUT ROWID;
 CREATE TABLE versions (
   rowid INTEGER PRIMARY KEY,
