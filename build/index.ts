@@ -31,6 +31,13 @@ export class CatalogError extends Error {
   }
 }
 
+/**
+ * Page cache of the build's connections (SQLite's default is 2 MB): the index builds, window
+ * sorts and joins over a million versions otherwise re-read the same pages through the OS.
+ * Pages are only cached as they are read, so small catalogs do not pay for it.
+ */
+const BUILD_CACHE = 'PRAGMA cache_size = -131072'
+
 /** Runs a whole build. */
 export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const started = Date.now()
@@ -38,6 +45,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const pending = prepareRelease(options.distDir)
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
   const staging = await openDb(stagingFile)
+  await staging.exec(BUILD_CACHE)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   try {
     await staging.exec(stagingSchema)
@@ -48,6 +56,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
 
     const db = await openDb(path.join(pending.dir, 'catalog.sqlite'))
+    await db.exec(BUILD_CACHE)
     const settings = { baseUrl: options.baseUrl }
     const maps = await writeCatalog(ctx, db, settings)
     log(`Wrote the catalog database in ${secondsSince(started)}s`)
@@ -67,6 +76,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await staging.close()
     rmSync(stagingFile, { force: true })
     const stats = writer.finish()
+    log(`Wrote the static tree (${stats.files} files, ${stats.bodies} bodies) in ${secondsSince(started)}s`)
 
     const release: ReleaseInfo = await sealRelease({
       releaseDir: pending.dir,

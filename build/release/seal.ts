@@ -39,6 +39,7 @@ export async function sealRelease(input: SealInput): Promise<Pointer> {
   const catalog = await describe(releaseDir, catalogName)
 
   const sealed = writeManifest(releaseDir, previousDir, { serial, id })
+  input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing`)
   const previous = previousDir ? (readPointer(previousDir)?.serial ?? null) : null
   const feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
 
@@ -47,13 +48,14 @@ export async function sealRelease(input: SealInput): Promise<Pointer> {
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     await writeSnapshot(releaseDir, path.join(releaseDir, name), { serial, id, createdAt, sourceRevision: input.sourceRevision })
     snapshot = await describe(releaseDir, name)
-    input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${((Date.now() - started) / 1000).toFixed(1)}s of sealing`)
+    input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing`)
   }
   let archive: FileRef | null = null
   if (input.options.archive) {
     const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
     await writeArchive(releaseDir, path.join(releaseDir, name), Math.floor(Date.parse(createdAt) / 1000))
     archive = await describe(releaseDir, name)
+    input.log(`Wrote the archive (${(archive.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing`)
   }
 
   const pointer: Pointer = {
@@ -74,12 +76,17 @@ export async function sealRelease(input: SealInput): Promise<Pointer> {
     feed,
   }
   syncFileSystem(releaseDir)
+  input.log(`Synced the file system after ${seconds(started)}s of sealing`)
   const json = JSON.stringify(pointer, null, 2) + '\n'
   writeFileSync(path.join(releaseDir, 'release.json'), json)
   const tmp = path.join(releaseDir, MIRROR_DIR, '.pointer.tmp')
   writeFileSync(tmp, json)
   renameSync(tmp, path.join(releaseDir, MIRROR_DIR, 'pointer.json'))
   return pointer
+}
+
+function seconds(since: number): string {
+  return ((Date.now() - since) / 1000).toFixed(1)
 }
 
 async function describe(releaseDir: string, name: string): Promise<FileRef> {
