@@ -40,9 +40,9 @@ export function renderBuildMarkdown(r: BuildResults): string {
   row('changes vs the previous release', (x) => `${fmt(x.changes.added)} added, ${fmt(x.changes.changed)} changed, ${fmt(x.changes.removed)} removed`)
   row('disk: this release / whole dist (du)', (x) => `${fmt(x.releaseDiskMb)} / ${fmt(x.distDiskMb)} MB`)
   row('catalog.sqlite / snapshot / archive', (x) => `${fmt(x.catalogSqliteMb)} / ${fmt(x.snapshotMb)} / ${fmt(x.archiveMb)} MB`)
-  out.push('', '## Phases (seconds of wall time)', '')
+  out.push('', '## Phases (seconds: wall / CPU)', '')
   out.push(`| phase | ${r.runs.map((x) => x.kind).join(' | ')} |`, `|---|${r.runs.map(() => '---:').join('|')}|`)
-  for (const key of Object.keys(phaseNames) as (keyof Phases)[]) row(phaseNames[key], (x) => fmt(x.phases[key], 1))
+  for (const key of Object.keys(phaseNames) as (keyof Phases)[]) row(phaseNames[key], (x) => `${fmt(x.phases[key], 1)} / ${fmt(x.phasesCpu[key], 1)}`)
   out.push('', 'Notes:', '', ...r.notes.map((n) => `- ${n}`), '')
   return out.join('\n')
 }

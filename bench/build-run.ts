@@ -88,14 +88,15 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
     wallSeconds,
     cpuSeconds: cpu,
     peakRssMb: peak,
-    phases,
+    phases: phases.wall,
+    phasesCpu: phases.cpu,
     release: pointer.id,
     files: pointer.files,
     bodies: pointer.bodies,
     bodyBytes: pointer.bytes,
     bodiesWritten: written ? Number(written[1]) : Number.NaN,
     changes: pointer.changes,
-    filesPerSecond: phases.render ? pointer.files / phases.render : Number.NaN,
+    filesPerSecond: phases.wall.render ? pointer.files / phases.wall.render : Number.NaN,
     releaseDiskMb: measureDiskMb([releaseDir]),
     distDiskMb: measureDiskMb([options.distDir]),
     catalogSqliteMb: statSync(path.join(releaseDir, 'catalog.sqlite')).size / 1e6,
@@ -106,36 +107,42 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
 
 /**
  * Phase durations from the build's progress lines (build/index.ts, build/release/seal.ts): each
- * line carries the seconds since the build (or the sealing) started.
+ * line carries the seconds since the build (or the sealing) started, and the CPU seconds since.
  */
-export function readPhases(lines: readonly string[], wallSeconds: number): Phases {
-  const find = (re: RegExp): number | null => {
+export function readPhases(lines: readonly string[], wallSeconds: number): { wall: Phases; cpu: Phases } {
+  const find = (re: RegExp): { wall: number; cpu: number | null } | null => {
     for (const line of lines) {
-      const m = re.exec(line)
-      if (m) return Number(m[1])
+      const m = new RegExp(`${re.source}(?: \\(CPU ([\\d.]+)s\\))?$`).exec(line)
+      if (m) return { wall: Number(m[1]), cpu: m[2] === undefined ? null : Number(m[2]) }
     }
     return null
   }
-  const loaded = find(/^Loaded .* in ([\d.]+)s$/)
-  const catalog = find(/^Wrote the catalog database in ([\d.]+)s$/)
-  const tree = find(/^Wrote the static tree .* in ([\d.]+)s$/)
-  const manifest = find(/^Wrote the manifest .* after ([\d.]+)s of sealing$/)
-  const snapshot = find(/^Wrote the snapshot .* after ([\d.]+)s of sealing$/)
-  const archive = find(/^Wrote the archive .* after ([\d.]+)s of sealing$/)
-  const sync = find(/^Synced the file system after ([\d.]+)s of sealing$/)
-  const total = find(/^Rendered .* in ([\d.]+)s → release/) ?? wallSeconds
-  const diff = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : Math.max(0, a - b))
-  const lastSeal = sync ?? archive ?? snapshot ?? manifest
-  return {
-    load: loaded,
-    catalog: diff(catalog, loaded),
-    render: diff(tree, catalog),
-    manifest,
-    snapshot: diff(snapshot, manifest),
-    archive: diff(archive, snapshot ?? manifest),
-    sync: diff(sync, archive ?? snapshot ?? manifest),
-    publish: tree === null || lastSeal === null ? null : Math.max(0, total - tree - lastSeal),
+  const marks = {
+    loaded: find(/^Loaded .* in ([\d.]+)s/),
+    catalog: find(/^Wrote the catalog database in ([\d.]+)s/),
+    tree: find(/^Wrote the static tree .* in ([\d.]+)s/),
+    manifest: find(/^Wrote the manifest .* after ([\d.]+)s of sealing/),
+    snapshot: find(/^Wrote the snapshot .* after ([\d.]+)s of sealing/),
+    archive: find(/^Wrote the archive .* after ([\d.]+)s of sealing/),
+    sync: find(/^Synced the file system after ([\d.]+)s of sealing/),
   }
+  const total = Number(/ in ([\d.]+)s → release/.exec(lines.join('\n'))?.[1] ?? wallSeconds)
+  const pick = (key: 'wall' | 'cpu'): Phases => {
+    const at = (m: { wall: number; cpu: number | null } | null): number | null => (m ? m[key] : null)
+    const diff = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : Math.max(0, a - b))
+    const lastSeal = at(marks.sync) ?? at(marks.archive) ?? at(marks.snapshot) ?? at(marks.manifest)
+    return {
+      load: at(marks.loaded),
+      catalog: diff(at(marks.catalog), at(marks.loaded)),
+      render: diff(at(marks.tree), at(marks.catalog)),
+      manifest: at(marks.manifest),
+      snapshot: diff(at(marks.snapshot), at(marks.manifest)),
+      archive: diff(at(marks.archive), at(marks.snapshot) ?? at(marks.manifest)),
+      sync: diff(at(marks.sync), at(marks.archive) ?? at(marks.snapshot) ?? at(marks.manifest)),
+      publish: key === 'cpu' || at(marks.tree) === null || lastSeal === null ? null : Math.max(0, total - at(marks.tree)! - lastSeal),
+    }
+  }
+  return { wall: pick('wall'), cpu: pick('cpu') }
 }
 
 /** Disk usage in MB of paths counted together (`du -sk`: a hard-linked inode counts once). */

@@ -27,6 +27,8 @@ export const buildRunSchema = z.object({
   /** VmHWM of the build process. */
   peakRssMb: z.number(),
   phases: phasesSchema,
+  /** CPU seconds (user + system, all threads) of each phase, from the same lines. */
+  phasesCpu: phasesSchema,
   release: z.string(),
   /** Names in the release (URLs), distinct bodies, their bytes, and bodies this build wrote. */
   files: z.number(),

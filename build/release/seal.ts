@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process'
 import { linkSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { formatCpu } from '../cpu.ts'
 import { writeArchive } from './archive.ts'
 import { writeFeed, readPointer } from './feed.ts'
 import type { FileRef, Pointer } from './formats.ts'
@@ -33,13 +34,14 @@ export async function sealRelease(input: SealInput): Promise<Pointer> {
   const { releaseDir, previousDir, serial, id } = input
   const createdAt = new Date().toISOString()
   const started = Date.now()
+  const cpu = process.cpuUsage()
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
   linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
   const catalog = await describe(releaseDir, catalogName)
 
   const sealed = writeManifest(releaseDir, previousDir, { serial, id })
-  input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing`)
+  input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
   const previous = previousDir ? (readPointer(previousDir)?.serial ?? null) : null
   const feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
 
@@ -48,14 +50,14 @@ export async function sealRelease(input: SealInput): Promise<Pointer> {
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     await writeSnapshot(releaseDir, path.join(releaseDir, name), { serial, id, createdAt, sourceRevision: input.sourceRevision })
     snapshot = await describe(releaseDir, name)
-    input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing`)
+    input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
   }
   let archive: FileRef | null = null
   if (input.options.archive) {
     const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
     await writeArchive(releaseDir, path.join(releaseDir, name), Math.floor(Date.parse(createdAt) / 1000))
     archive = await describe(releaseDir, name)
-    input.log(`Wrote the archive (${(archive.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing`)
+    input.log(`Wrote the archive (${(archive.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
   }
 
   const pointer: Pointer = {
@@ -76,7 +78,7 @@ export async function sealRelease(input: SealInput): Promise<Pointer> {
     feed,
   }
   syncFileSystem(releaseDir)
-  input.log(`Synced the file system after ${seconds(started)}s of sealing`)
+  input.log(`Synced the file system after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
   const json = JSON.stringify(pointer, null, 2) + '\n'
   writeFileSync(path.join(releaseDir, 'release.json'), json)
   const tmp = path.join(releaseDir, MIRROR_DIR, '.pointer.tmp')

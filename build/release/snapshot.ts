@@ -45,8 +45,7 @@ export async function writeSnapshot(releaseDir: string, target: string, release:
   }
   const db = await openDb(tmp)
   try {
-    // A large page cache: bodies and paths go into B-trees keyed by hash and name, in no key order.
-    await db.exec(`PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -131072; ${snapshotSchema} BEGIN;`)
+    await db.exec(`PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; ${snapshotSchema} BEGIN;`)
     const info: Record<string, string | null> = { format: '1', serial: String(release.serial), id: release.id, createdAt: release.createdAt, sourceRevision: release.sourceRevision }
     for (const [key, value] of Object.entries(info)) await db.run(`INSERT INTO snapshot_info VALUES (?, ?)`, [key, value])
     await insertStatic(db, releaseDir)
