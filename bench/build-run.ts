@@ -34,7 +34,8 @@ function readCpuWithChildren(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / ticksPerSecond
+    const ticks = Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])
+    return Number.isFinite(ticks) ? ticks / ticksPerSecond : null
   } catch {
     return null
   }
@@ -52,7 +53,9 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
   let peak = 0
   const sample = (): void => {
     cpu = readCpuWithChildren(child.pid!) ?? cpu
-    peak = Math.max(peak, readMemoryMb(child.pid!)?.peakMb ?? 0)
+    // An exited, not yet reaped process has no VmHWM line (NaN): keep the last figure.
+    const hwm = readMemoryMb(child.pid!)?.peakMb ?? Number.NaN
+    if (Number.isFinite(hwm)) peak = Math.max(peak, hwm)
   }
   const timer = setInterval(sample, 200)
   const lines: string[] = []
@@ -94,9 +97,9 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
     files: pointer.files,
     bodies: pointer.bodies,
     bodyBytes: pointer.bytes,
-    bodiesWritten: written ? Number(written[1]) : Number.NaN,
+    bodiesWritten: written ? Number(written[1]) : null,
     changes: pointer.changes,
-    filesPerSecond: phases.wall.render ? pointer.files / phases.wall.render : Number.NaN,
+    filesPerSecond: phases.wall.render ? pointer.files / phases.wall.render : null,
     releaseDiskMb: measureDiskMb([releaseDir]),
     distDiskMb: measureDiskMb([options.distDir]),
     catalogSqliteMb: statSync(path.join(releaseDir, 'catalog.sqlite')).size / 1e6,
@@ -146,8 +149,8 @@ export function readPhases(lines: readonly string[], wallSeconds: number): { wal
 }
 
 /** Disk usage in MB of paths counted together (`du -sk`: a hard-linked inode counts once). */
-export function measureDiskMb(paths: readonly string[]): number {
+export function measureDiskMb(paths: readonly string[]): number | null {
   const out = execFileSync('du', ['-sck', ...paths], { encoding: 'utf8', maxBuffer: 1 << 20 })
   const total = /^(\d+)\s+total$/m.exec(out)
-  return total ? Number(total[1]) / 1024 : Number.NaN
+  return total ? Number(total[1]) / 1024 : null
 }

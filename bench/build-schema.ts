@@ -34,13 +34,13 @@ export const buildRunSchema = z.object({
   files: z.number(),
   bodies: z.number(),
   bodyBytes: z.number(),
-  bodiesWritten: z.number(),
+  bodiesWritten: z.number().nullable(),
   changes: z.object({ added: z.number(), changed: z.number(), removed: z.number(), unchanged: z.number() }),
   /** Names per second of the render phase (each a new file or hard link). */
-  filesPerSecond: z.number(),
+  filesPerSecond: z.number().nullable(),
   /** `du` of the new release folder alone, and of the whole dist (hard links counted once). */
-  releaseDiskMb: z.number(),
-  distDiskMb: z.number(),
+  releaseDiskMb: z.number().nullable(),
+  distDiskMb: z.number().nullable(),
   catalogSqliteMb: z.number(),
   snapshotMb: z.number().nullable(),
   archiveMb: z.number().nullable(),

@@ -110,7 +110,10 @@ function saveResults(): void {
     ],
   }
   mkdirSync(outDir, { recursive: true })
-  writeFileSync(path.join(outDir, 'build.json'), JSON.stringify(buildResultsSchema.parse(results), null, 2) + '\n')
+  const checked = buildResultsSchema.safeParse(results)
+  // A long run's figures are kept even if one of them is malformed; the error is printed.
+  if (!checked.success) log(`build.json does not match its schema: ${checked.error.message}`)
+  writeFileSync(path.join(outDir, 'build.json'), JSON.stringify(results, null, 2) + '\n')
   writeFileSync(path.join(outDir, 'build.md'), renderBuildMarkdown(results))
   log(`Wrote ${path.relative(ROOT, outDir) || '.'}/build.{json,md}`)
 }
