@@ -26,7 +26,7 @@ export function renderBuildMarkdown(r: BuildResults): string {
   if (r.mutation) out.push(`| change before the rebuild | ${r.mutation.percent}% of the projects (seed \`${r.mutation.seed}\`): ${fmt(r.mutation.editedProjects)} project.json and ${fmt(r.mutation.editedVersions)} version records edited |`)
   out.push('')
   out.push('## Goals (issue 7)', '', '| goal | measured | met |', '|---|---|---|')
-  for (const g of r.goals) out.push(`| ${g.goal} | ${g.measured} | ${g.met ? 'yes' : '**no**'} |`)
+  for (const g of r.goals) out.push(`| ${g.goal} | ${g.measured} | ${!g.decided ? 'not decided here' : g.met ? 'yes' : '**no**'} |`)
   out.push('', '## Builds', '')
   out.push(`| figure | ${r.runs.map((x) => x.kind).join(' | ')} |`, `|---|${r.runs.map(() => '---:').join('|')}|`)
   const row = (name: string, f: (x: BuildRun) => string): void => void out.push(`| ${name} | ${r.runs.map(f).join(' | ')} |`)

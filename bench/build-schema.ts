@@ -64,7 +64,8 @@ export const buildResultsSchema = z.object({
   }),
   mutation: z.object({ percent: z.number(), seed: z.string(), editedProjects: z.number(), editedVersions: z.number() }).nullable(),
   runs: z.array(buildRunSchema),
-  goals: z.array(goalSchema),
+  /** decided false: measured on a smaller catalog than the goal is for, so neither met nor missed. */
+  goals: z.array(goalSchema.extend({ decided: z.boolean().default(true) })),
   notes: z.array(z.string()),
 })
 export type BuildResults = z.infer<typeof buildResultsSchema>

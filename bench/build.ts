@@ -87,12 +87,14 @@ function saveResults(): void {
   const incremental = runs.find((r) => r.kind === 'incremental')
   const peak = Math.max(...runs.map((r) => r.peakRssMb))
   const sizeNote = counts.projects >= 95_000 ? '' : ` (measured at ${counts.projects.toLocaleString('en')} published projects; the goal is for the 100,000-project catalog)`
+  // The goals are for the large catalog: a smaller run decides one only when it already misses it.
+  const full100k = counts.projects >= 95_000
   const goals = [
-    { goal: 'full build of the large catalog < 10 min', measured: `${(full.wallSeconds / 60).toFixed(1)} min wall, ${(full.cpuSeconds / 60).toFixed(1)} min CPU${sizeNote}`, met: full.wallSeconds < 600 },
+    { goal: 'full build of the large catalog < 10 min', measured: `${(full.wallSeconds / 60).toFixed(1)} min wall, ${(full.cpuSeconds / 60).toFixed(1)} min CPU${sizeNote}`, met: full.wallSeconds < 600, decided: full100k || full.wallSeconds >= 600 },
     ...(incremental
-      ? [{ goal: `rebuild after a ${values.mutate}% change < 60 s`, measured: `${incremental.wallSeconds.toFixed(0)} s wall, ${incremental.cpuSeconds.toFixed(0)} s CPU${sizeNote}`, met: incremental.wallSeconds < 60 }]
+      ? [{ goal: `rebuild after a ${values.mutate}% change < 60 s`, measured: `${incremental.wallSeconds.toFixed(0)} s wall, ${incremental.cpuSeconds.toFixed(0)} s CPU${sizeNote}`, met: incremental.wallSeconds < 60, decided: full100k || incremental.wallSeconds >= 60 }]
       : []),
-    { goal: 'peak memory of the build < 2 GB', measured: `${peak.toFixed(0)} MB (VmHWM)${sizeNote}`, met: peak < 2048 },
+    { goal: 'peak memory of the build < 2 GB', measured: `${peak.toFixed(0)} MB (VmHWM)${sizeNote}`, met: peak < 2048, decided: full100k || peak >= 2048 },
   ]
   const results: BuildResults = {
     date: new Date().toISOString(),
