@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util'
 import { formatGenerateSummary, generateCatalog, generateDefaults, resolveGenerateOptions } from './generate.ts'
+import { mutateCatalog } from './generate/mutate.ts'
 
 const usage = `Usage: npm run generate -- --out DIR [options]
 
@@ -15,6 +16,8 @@ const usage = `Usage: npm run generate -- --out DIR [options]
   --concurrency N      file writes in flight (default ${generateDefaults.concurrency} = synchronous writeFileSync, measured fastest)
   --dry-run            generate and count without writing
   --quiet              no progress lines
+  --mutate PCT         instead of generating, edit PCT % of the projects of the catalog in DIR in place
+                       (chosen by --seed; for incremental rebuild measurements, see README "Performance")
 `
 
 /** Parses argv, generates the catalog and prints the summary; exits non-zero on error. */
@@ -31,6 +34,7 @@ async function main(argv: string[]): Promise<void> {
       concurrency: { type: 'string' },
       'dry-run': { type: 'boolean', default: false },
       quiet: { type: 'boolean', default: false },
+      mutate: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -39,6 +43,11 @@ async function main(argv: string[]): Promise<void> {
     return
   }
   if (!values.out) throw new Error('--out DIR is required\n\n' + usage)
+  if (values.mutate !== undefined) {
+    const s = mutateCatalog({ dir: values.out, percent: Number(values.mutate), seed: values.seed ?? generateDefaults.seed })
+    process.stdout.write(`Mutated ${s.editedProjects} of ${s.projects} projects (${s.editedVersions} versions) in ${values.out}\n`)
+    return
+  }
   const toInt = (value: string | undefined, fallback: number): number => (value === undefined ? fallback : Number(value))
   const options = resolveGenerateOptions({
     out: values.out,

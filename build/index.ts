@@ -5,6 +5,7 @@
 import path from 'node:path'
 import { rmSync } from 'node:fs'
 import { writeCatalog } from './catalog.ts'
+import { formatCpu } from './cpu.ts'
 import type { BuildContext, BuildOptions, Problem } from './context.ts'
 import { openDb } from './db/sqlite.ts'
 import { stagingIndexes, stagingSchema } from './db/schema.ts'
@@ -35,6 +36,7 @@ export class CatalogError extends Error {
 /** Runs a whole build. */
 export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const started = Date.now()
+  const cpu = process.cpuUsage()
   const log = options.log
   const pending = prepareRelease(options.distDir)
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
@@ -43,7 +45,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   try {
     await staging.exec(stagingSchema)
     const counts = await loadSource(ctx)
-    log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s`)
+    log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}`)
     await staging.exec(stagingIndexes)
     await validateCatalog(ctx)
     if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
@@ -51,7 +53,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     const db = await openDb(path.join(pending.dir, 'catalog.sqlite'))
     const settings = { baseUrl: options.baseUrl }
     const maps = await writeCatalog(ctx, db, settings)
-    log(`Wrote the catalog database in ${secondsSince(started)}s`)
+    log(`Wrote the catalog database in ${secondsSince(started)}s${formatCpu(cpu)}`)
     const writer = createReleaseWriter(
       pending.dir,
       (s) => log(`… ${s.files} files (${s.bodies} bodies, ${(s.bytes / 1e6).toFixed(0)} MB) after ${secondsSince(started)}s`),
@@ -68,6 +70,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await staging.close()
     rmSync(stagingFile, { force: true })
     const stats = writer.finish()
+    log(`Wrote the static tree (${stats.files} files, ${stats.bodies} bodies) in ${secondsSince(started)}s${formatCpu(cpu)}`)
 
     const { pointer: release, changes } = await sealRelease({
       releaseDir: pending.dir,

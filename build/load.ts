@@ -2,9 +2,15 @@
  * Loads the source catalog: globs `data/` with fast-glob (the only user of it), parses and validates
  * each record with its zod schema, computes blob sizes and hashes, and streams the normalised
  * records into the staging database in batches. Memory stays flat as the catalog grows.
+ *
+ * Records are read synchronously into one reused buffer: the 104,015 version records of a
+ * 10,000-project catalog take 2.8–3.5 s and 0.6 s of CPU so, against 14–19 s and 8 s with 64
+ * `fs.promises.readFile` in flight (open, fstat, read and close each a thread-pool round trip and a
+ * promise); 18 s against 21 s with the pages evicted from the cache (README, "Performance").
+ * Inserts run on SQLite's thread while the next batch is parsed.
  */
 import { createHash } from 'node:crypto'
-import { readFile } from 'node:fs/promises'
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs'
 import path from 'node:path'
 import fg from 'fast-glob'
 import type { z } from 'zod'
@@ -25,7 +31,8 @@ import {
 } from './schema/source.ts'
 
 const BATCH = 1000
-const CONCURRENCY = 64
+/** Most records are 1–4 KB; a larger one is read whole after the first buffer-full. */
+const READ_BUFFER = 1 << 20
 
 /** A normalised file of a version: size and hashes always present. */
 export interface NormalisedFile extends RenderFileInput {
@@ -97,7 +104,7 @@ async function normaliseFile(ctx: BuildContext, file: string, i: number, f: Sour
   }
   let bytes: Buffer
   try {
-    bytes = await readFile(blobPath)
+    bytes = readFileSync(blobPath)
   } catch {
     addProblem(ctx, file, `files[${i}].path`, `blob not found: ${path.relative(dataDir, blobPath)}`)
     return null
@@ -136,19 +143,20 @@ async function forEachRecord<S extends z.ZodType>(
 ): Promise<number> {
   let count = 0
   let lastProgress = Date.now()
-  const inFlight = new Set<Promise<void>>()
-  const handle = async (file: string): Promise<void> => {
+  const buffer = Buffer.allocUnsafe(READ_BUFFER)
+  for await (const entry of fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true })) {
+    const file = String(entry)
     let parsed: unknown
     try {
-      parsed = JSON.parse(await readFile(path.join(ctx.options.dataDir, file), 'utf8'))
+      parsed = JSON.parse(readText(path.join(ctx.options.dataDir, file), buffer))
     } catch (err) {
       addProblem(ctx, file, '(record)', `not valid JSON: ${(err as Error).message}`)
-      return
+      continue
     }
     const result = schema.safeParse(parsed)
     if (!result.success) {
       for (const issue of result.error.issues) addProblem(ctx, file, formatPath(issue.path), issue.message)
-      return
+      continue
     }
     count++
     await fn(result.data, file)
@@ -157,35 +165,50 @@ async function forEachRecord<S extends z.ZodType>(
       ctx.options.log(`… loaded ${count} ${pattern} records`)
     }
   }
-  for await (const entry of fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true })) {
-    const p = handle(String(entry)).finally(() => inFlight.delete(p))
-    inFlight.add(p)
-    if (inFlight.size >= CONCURRENCY) await Promise.race(inFlight)
-  }
-  await Promise.all(inFlight)
   return count
 }
 
-/** Buffers rows and inserts them with one statement per batch (a JSON array bound as one parameter). */
+/** Reads a UTF-8 file through `buffer` (open, pread, close: no fstat, no allocation per file). */
+function readText(file: string, buffer: Buffer): string {
+  const fd = openSync(file, 'r')
+  try {
+    const n = readSync(fd, buffer, 0, buffer.length, 0)
+    // pread leaves the file position at 0: readFileSync(fd) then reads the whole file.
+    return n < buffer.length ? buffer.toString('utf8', 0, n) : readFileSync(fd, 'utf8')
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * Buffers rows and inserts them with one statement per batch (a JSON array bound as one parameter).
+ * A full batch is queued behind the previous one and add() waits only for that previous one, so
+ * the caller prepares the next batch while SQLite inserts this one (order kept, two in flight).
+ */
 export function createBatcher(db: Db, table: string): { add(row: unknown[]): Promise<void>; flush(): Promise<void> } {
   let rows: unknown[][] = []
   let columns = 0
   let pending: Promise<unknown> = Promise.resolve()
-  const flush = async (): Promise<void> => {
-    await pending
-    if (rows.length === 0) return
+  const queue = (): Promise<unknown> => {
+    const before = pending
+    if (rows.length === 0) return before
     const json = JSON.stringify(rows)
     const select = Array.from({ length: columns }, (_, i) => `value->>${i}`).join(', ')
     rows = []
-    pending = db.run(`INSERT INTO ${table} SELECT ${select} FROM json_each(?)`, [json])
-    await pending
+    pending = before.then(() => db.run(`INSERT INTO ${table} SELECT ${select} FROM json_each(?)`, [json]))
+    // Marked handled here; the error is thrown by the next add() or flush(), which await it.
+    pending.catch(() => {})
+    return before
   }
   return {
     async add(row) {
       columns = row.length
       rows.push(row)
-      if (rows.length >= BATCH) await flush()
+      if (rows.length >= BATCH) await queue()
     },
-    flush,
+    async flush() {
+      queue()
+      await pending
+    },
   }
 }

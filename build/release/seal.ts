@@ -11,6 +11,7 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { formatCpu } from '../cpu.ts'
 import { writeArchive } from './archive.ts'
 import { removeBodyOrder, writeBodyOrder } from './body-order.ts'
 import { stampContentMtime } from './content-mtime.ts'
@@ -57,6 +58,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     extras[!old ? 'added' : old.sha256 === ref.sha256 ? 'unchanged' : 'changed']++
     return ref
   }
+  const cpu = process.cpuUsage()
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
   linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
@@ -65,6 +67,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
 
   const sealed = writeManifest(releaseDir, previousDir, { serial, id })
+  input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
   const previous = before?.serial ?? null
   const feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
 
@@ -76,12 +79,13 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
       const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
       await writeSnapshot(releaseDir, order!, path.join(releaseDir, name), catalog.sha256)
       snapshot = await seal(name, before?.snapshot)
-      input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${((Date.now() - started) / 1000).toFixed(1)}s of sealing`)
+      input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     }
     if (input.options.archive) {
       const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
       await writeArchive(releaseDir, order!, path.join(releaseDir, name))
       archive = await seal(name, before?.archive)
+      input.log(`Wrote the archive (${(archive.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     }
   } finally {
     if (order) removeBodyOrder(order)
@@ -107,6 +111,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     feed,
   }
   syncFileSystem(releaseDir)
+  input.log(`Synced the file system after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
   const json = JSON.stringify(pointer, null, 2) + '\n'
   writeFileSync(path.join(releaseDir, 'release.json'), json)
   const tmp = path.join(releaseDir, MIRROR_DIR, '.pointer.tmp')
@@ -117,6 +122,10 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   const changes = { ...sealed.counts }
   addCounts(changes, extras)
   return { pointer, changes }
+}
+
+function seconds(since: number): string {
+  return ((Date.now() - since) / 1000).toFixed(1)
 }
 
 /** Hashes a mirror document and stamps its content mtime (its ETag then follows its bytes). */
