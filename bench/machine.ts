@@ -17,8 +17,8 @@ export function readMachine(): { nproc: number; memoryGb: number; cpuModel: stri
   }
 }
 
-/** Versions of node, nginx, wrk and the HTTP libraries of the shim. */
-export function readVersions(): { node: string; nginx: string; wrk: string; h3: string; listhen: string } {
+/** Versions of node, nginx, wrk and h3 (the shim's HTTP library). */
+export function readVersions(): { node: string; nginx: string; wrk: string; h3: string } {
   const tool = (cmd: string, args: string[], re: RegExp): string => {
     try {
       const out = execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
@@ -36,6 +36,5 @@ export function readVersions(): { node: string; nginx: string; wrk: string; h3: 
     nginx: tool('sh', ['-c', 'nginx -v 2>&1'], /nginx\/(\S+)/),
     wrk: tool('wrk', ['-v'], /wrk (\S+)/),
     h3: pkg('h3'),
-    listhen: pkg('listhen'),
   }
 }

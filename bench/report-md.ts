@@ -13,7 +13,7 @@ export function renderServeMarkdown(r: ServeResults): string {
   out.push('| | |', '|---|---|')
   out.push(`| catalog | ${r.catalog.projects.toLocaleString('en')} projects, ${r.catalog.versions.toLocaleString('en')} versions, ${r.catalog.files.toLocaleString('en')} files, ${r.catalog.users.toLocaleString('en')} users (release ${r.catalog.release} of \`${r.catalog.distDir}\`) |`)
   out.push(`| machine | ${r.machine.nproc} CPUs (${r.machine.cpuModel}), ${r.machine.memoryGb} GB, Linux ${r.machine.kernel} |`)
-  out.push(`| versions | Node ${r.versions.node}, nginx ${r.versions.nginx}, wrk ${r.versions.wrk}, h3 ${r.versions.h3}, listhen ${r.versions.listhen} |`)
+  out.push(`| versions | Node ${r.versions.node}, nginx ${r.versions.nginx}, wrk ${r.versions.wrk}, h3 ${r.versions.h3} |`)
   out.push(`| load | wrk, ${r.method.wrkThreads} thread, ${r.method.connections} keep-alive connections, ${r.method.repetitions} × ${r.method.durationSeconds} s per server and scenario, loopback |`)
   const w = r.staticWorkload
   out.push(`| static URLs | ${w.requests.toLocaleString('en')} requests (${Object.entries(w.kinds).map(([k, n]) => `${n.toLocaleString('en')} ${k}`).join(', ')}) drawn with Zipf s = ${r.method.zipfExponent} over ${w.distinctUrls.toLocaleString('en')} distinct URLs (${fmt(w.distinctBytes / 2 ** 20, 1)} MB); the 1% most requested URLs get ${fmt(100 * w.top1PctShare)}% of requests |`, '')

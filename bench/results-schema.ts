@@ -55,7 +55,7 @@ export const serveResultsSchema = z.object({
   date: z.string(),
   catalog: z.object({ distDir: z.string(), release: z.string(), projects: z.number(), versions: z.number(), files: z.number(), users: z.number() }),
   machine: z.object({ nproc: z.number(), memoryGb: z.number(), cpuModel: z.string(), kernel: z.string() }),
-  versions: z.object({ node: z.string(), nginx: z.string(), wrk: z.string(), h3: z.string(), listhen: z.string() }),
+  versions: z.object({ node: z.string(), nginx: z.string(), wrk: z.string(), h3: z.string() }),
   method: z.object({
     repetitions: z.number(),
     durationSeconds: z.number(),
