@@ -5,7 +5,7 @@
  * configuration, and `origin`/`get` go through it: the same tests, through the production layout.
  */
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
+import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import { expect } from 'vitest'
@@ -217,4 +217,26 @@ export function readChangesOf(releaseDir: string, pointer: Pointer, serial = poi
   const text = readGzipText(readFileSync(path.join(releaseDir, 'public', entry.path)))
   expect(hashBytes(text)).toBe(entry.sha256)
   return parseChanges(text)
+}
+
+/** A plain answer read whole: status, headers and the body as text. */
+export interface RawResponse {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
+
+/** GET from a chosen loopback source address (the client identity of the limiter and of download dedup). */
+export function requestFrom(origin: string, urlPath: string, localAddress: string, headers: Record<string, string> = {}): Promise<RawResponse> {
+  const url = new URL(origin + urlPath)
+  return new Promise((resolve, reject) => {
+    const req = request({ host: url.hostname, port: url.port, path: url.pathname + url.search, localAddress, headers, agent: false }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (c: string) => (body += c))
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }))
+    })
+    req.on('error', reject)
+    req.end()
+  })
 }

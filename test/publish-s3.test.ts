@@ -23,6 +23,7 @@ import { listMirrorDocs, POINTER_NAME, resolveKey } from '../build/publish/layou
 import { resolvePublishOptions } from '../build/publish/options.ts'
 import { manifestIndexSchema, pointerSchema, type Pointer } from '../build/release/formats.ts'
 import { fileUrl, indexFile, parseChanges, readGzipText } from '../build/release/manifest.ts'
+import { addSodiumVersion } from './harness.ts'
 
 const BUCKET = 'catalog'
 const PREFIX = 'prod/'
@@ -228,13 +229,7 @@ describe('publish to S3-compatible storage', { timeout: 180_000 }, () => {
 
   it('after an edit, an addition and two removals writes only what changed; removed names stay for their retention; 503s are retried', async () => {
     editSummary('sodium', 'Edited for the bucket')
-    const versions = path.join(data, 'projects', 'sodium', 'versions')
-    cpSync(path.join(versions, '0.5.11+mc1.21'), path.join(versions, '0.5.12+mc1.21'), { recursive: true })
-    rmSync(path.join(versions, '0.5.12+mc1.21', 'sodium-fabric-0.5.11+mc1.21.jar'))
-    writeFileSync(path.join(versions, '0.5.12+mc1.21', 'sodium-fabric-0.5.12+mc1.21.jar'), 'a new jar for the bucket')
-    const v = JSON.parse(readFileSync(path.join(versions, '0.5.11+mc1.21.json'), 'utf8'))
-    const file = { ...v.files[0], id: 'Qq1Ww2Ee', filename: 'sodium-fabric-0.5.12+mc1.21.jar', path: '0.5.12+mc1.21/sodium-fabric-0.5.12+mc1.21.jar' }
-    writeFileSync(path.join(versions, '0.5.12+mc1.21.json'), JSON.stringify({ ...v, id: 'Zz9Yy8Xx', versionNumber: '0.5.12+mc1.21', publishedAt: '2024-07-01T09:00:00Z', files: [file] }))
+    addSodiumVersion(data)
     cpSync(path.join(data, 'projects', 'archipelago-survival'), path.join(root, 'saved-archipelago'), { recursive: true })
     rmSync(path.join(data, 'projects', 'archipelago-survival'), { recursive: true })
     rmSync(path.join(data, 'projects', 'mossy-ruins'), { recursive: true })

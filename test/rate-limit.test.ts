@@ -1,24 +1,13 @@
 /** Rate limiting: 120/min per client by default, headers on every response, 429 readable by browsers. */
-import { request } from 'node:http'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { errorSchema } from '../build/schema/api.ts'
 import { clientKey, createTrustedProxies, resolveClientIp, unmapAddress } from '../shim/client-ip.ts'
 import { createMemoryRateLimiter } from '../shim/rate-limit.ts'
-import { startServer, type TestServer } from './harness.ts'
+import { requestFrom, startServer, type RawResponse, type TestServer } from './harness.ts'
 
 /** GET through a chosen local source address (127.0.0.x are all this machine). */
-function getFrom(server: TestServer, localAddress: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
-  const url = new URL(server.origin + path)
-  return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname + url.search, localAddress, headers, agent: false }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (c: string) => (body += c))
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }))
-    })
-    req.on('error', reject)
-    req.end()
-  })
+function getFrom(server: TestServer, localAddress: string, path: string, headers: Record<string, string> = {}): Promise<RawResponse> {
+  return requestFrom(server.origin, path, localAddress, headers)
 }
 
 let server: TestServer

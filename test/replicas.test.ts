@@ -6,7 +6,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { request } from 'node:http'
 import { createServer, type AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -16,7 +15,7 @@ import { resolveBuildOptions } from '../build/config.ts'
 import { openDb } from '../build/db/sqlite.ts'
 import { runBuild } from '../build/index.ts'
 import { errorSchema } from '../build/schema/api.ts'
-import { json, startServer } from './harness.ts'
+import { json, requestFrom, startServer, type RawResponse } from './harness.ts'
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'replicas-'))
 const counters = path.join(dir, 'counters.sqlite')
@@ -92,26 +91,7 @@ async function startReplica(name: string): Promise<Replica> {
   return { origin: `http://127.0.0.1:${port}`, child, log: out, secretFile }
 }
 
-interface Res {
-  status: number
-  headers: Record<string, string | string[] | undefined>
-  body: string
-}
 
-/** GET from a chosen loopback source address (the client identity of the limiter and of dedup). */
-function hit(origin: string, urlPath: string, localAddress: string): Promise<Res> {
-  const url = new URL(origin + urlPath)
-  return new Promise((resolve, reject) => {
-    const req = request({ host: url.hostname, port: url.port, path: url.pathname, localAddress, agent: false }, (res) => {
-      let body = ''
-      res.setEncoding('utf8')
-      res.on('data', (c: string) => (body += c))
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }))
-    })
-    req.on('error', reject)
-    req.end()
-  })
-}
 
 async function countOf(fileId: string): Promise<{ n: number; visits: number }> {
   const db = await openDb(counters, { readonly: true, busyTimeout: 5000 })
@@ -148,7 +128,7 @@ beforeAll(async () => {
   probe = new Redis({ port: redisPort, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => 200 })
   probe.on('error', () => {})
   replicas.push(...(await Promise.all([startReplica('a'), startReplica('b')])))
-  const detail = JSON.parse((await hit(replicas[0]!.origin, '/api/v1/projects/sodium', '127.0.0.99')).body)
+  const detail = JSON.parse((await requestFrom(replicas[0]!.origin, '/api/v1/projects/sodium', '127.0.0.99')).body)
   fileId = detail.data.currentVersion.files[0].id
 })
 afterAll(async () => {
@@ -165,7 +145,7 @@ describe('two replicas on one Redis', () => {
   it('hold one rate limit: the 121st request of a client across both is a 429', async () => {
     let firstReset = 0
     for (let i = 1; i <= 120; i++) {
-      const res = await hit(replicas[i % 2]!.origin, i % 3 ? '/api/v1/projects/sodium' : '/api/v1/statistics', '127.0.0.2')
+      const res = await requestFrom(replicas[i % 2]!.origin, i % 3 ? '/api/v1/projects/sodium' : '/api/v1/statistics', '127.0.0.2')
       expect(res.status).toBe(200)
       expect(res.headers['x-ratelimit-limit']).toBe('120')
       expect(res.headers['x-ratelimit-remaining']).toBe(String(120 - i))
@@ -176,7 +156,7 @@ describe('two replicas on one Redis', () => {
       expect(reset).toBeGreaterThan(Date.now() / 1000)
     }
     for (const r of replicas) {
-      const limited = await hit(r.origin, '/api/v1/projects/sodium', '127.0.0.2')
+      const limited = await requestFrom(r.origin, '/api/v1/projects/sodium', '127.0.0.2')
       expect(limited.status).toBe(429)
       expect(limited.headers['retry-after']).toMatch(/^\d+$/)
       expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1)
@@ -184,17 +164,17 @@ describe('two replicas on one Redis', () => {
       expect(limited.headers['cache-control']).toBe('no-store')
       expect(errorSchema.parse(JSON.parse(limited.body)).error.code).toBe('rate_limited')
     }
-    const other = await hit(replicas[1]!.origin, '/api/v1/types', '127.0.0.3')
+    const other = await requestFrom(replicas[1]!.origin, '/api/v1/types', '127.0.0.3')
     expect(other.status).toBe(200)
     expect(other.headers['x-ratelimit-remaining']).toBe('119')
   })
 
   it("count one visitor's downloads through both replicas once, with one day secret and no address in Redis", async () => {
     const url = `/api/v1/files/${fileId}/download`
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => hit(replicas[i % 2]!.origin, url, '127.0.0.21')))
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => requestFrom(replicas[i % 2]!.origin, url, '127.0.0.21')))
     expect(results.map((r) => r.status)).toEqual(Array(20).fill(302))
     expect(results[0]!.headers.location).toMatch(/^\/objects\/[0-9a-f]{64}\//)
-    expect((await hit(replicas[1]!.origin, url, '127.0.0.22')).status).toBe(302)
+    expect((await requestFrom(replicas[1]!.origin, url, '127.0.0.22')).status).toBe(302)
     await expectCount(fileId, 2)
     // Both replicas learned the same secret from Redis (their tmpfs copies agree).
     const [a, b] = replicas.map((r) => JSON.parse(readFileSync(r.secretFile, 'utf8')) as { key: string })
@@ -218,16 +198,16 @@ describe('two replicas on one Redis', () => {
     redisServer!.kill('SIGSTOP')
     const statuses: number[] = []
     for (let i = 1; i <= 61; i++) {
-      const res = await hit(A.origin, '/api/v1/projects/sodium', '127.0.0.41')
+      const res = await requestFrom(A.origin, '/api/v1/projects/sodium', '127.0.0.41')
       statuses.push(res.status)
       if (i <= 60) expect([res.status, res.headers['x-ratelimit-limit'], res.headers['x-ratelimit-remaining']]).toEqual([200, '60', String(60 - i)])
       else expect([res.status, Number(res.headers['retry-after']) >= 1]).toEqual([429, true])
     }
     const url = `/api/v1/files/${fileId}/download`
     // A new visitor (counted once Redis is back) and an already counted one (never counted again).
-    expect((await hit(A.origin, url, '127.0.0.23')).status).toBe(302)
-    expect((await hit(B.origin, url, '127.0.0.23')).status).toBe(302)
-    expect((await hit(B.origin, url, '127.0.0.21')).status).toBe(302)
+    expect((await requestFrom(A.origin, url, '127.0.0.23')).status).toBe(302)
+    expect((await requestFrom(B.origin, url, '127.0.0.23')).status).toBe(302)
+    expect((await requestFrom(B.origin, url, '127.0.0.21')).status).toBe(302)
     const during = A.log().slice(logA)
     expect(occurrences(during, '[rate-limit] Redis unavailable')).toBe(1)
     expect(occurrences(during, '[downloads] Redis unavailable')).toBe(1)
@@ -235,7 +215,7 @@ describe('two replicas on one Redis', () => {
     await expectCount(fileId, 3)
     await new Promise((r) => setTimeout(r, 1100))
     for (const r of replicas) {
-      const back = await hit(r.origin, '/api/v1/types', '127.0.0.42')
+      const back = await requestFrom(r.origin, '/api/v1/types', '127.0.0.42')
       expect([back.status, back.headers['x-ratelimit-limit']]).toEqual([200, '120'])
     }
     expect(A.log().slice(logA)).toContain('[rate-limit] Redis is back')
@@ -250,12 +230,12 @@ describe('two replicas on one Redis', () => {
     await new Promise<void>((resolve) => redisServer!.once('exit', () => resolve()))
     const url = `/api/v1/files/${fileId}/download`
     const statuses: number[] = []
-    for (let i = 0; i < 40; i++) statuses.push((await hit(replicas[i % 2]!.origin, '/api/v1/search?q=sod', '127.0.0.51')).status)
+    for (let i = 0; i < 40; i++) statuses.push((await requestFrom(replicas[i % 2]!.origin, '/api/v1/search?q=sod', '127.0.0.51')).status)
     expect(statuses).toEqual(Array(40).fill(200))
-    expect((await hit(A.origin, url, '127.0.0.24')).status).toBe(302)
-    expect((await hit(B.origin, url, '127.0.0.24')).status).toBe(302)
+    expect((await requestFrom(A.origin, url, '127.0.0.24')).status).toBe(302)
+    expect((await requestFrom(B.origin, url, '127.0.0.24')).status).toBe(302)
     // Counted before the outage: Redis loses its dedup keys on restart, the counter file's rows hold.
-    expect((await hit(B.origin, url, '127.0.0.22')).status).toBe(302)
+    expect((await requestFrom(B.origin, url, '127.0.0.22')).status).toBe(302)
     for (const [i, r] of replicas.entries()) {
       const during = r.log().slice(logs[i])
       expect(occurrences(during, '[rate-limit] Redis unavailable')).toBe(1)
@@ -268,7 +248,7 @@ describe('two replicas on one Redis', () => {
     // Both replicas share the counter file here, so either may replay the spool.
     expect(replicas.map((r, i) => r.log().slice(logs[i])).join()).toMatch(/\[downloads\] replayed \d+ spooled download event/)
     expect(await probe.llen('dl:events')).toBe(0)
-    for (const r of replicas) expect((await hit(r.origin, '/api/v1/types', '127.0.0.52')).status).toBe(200)
+    for (const r of replicas) expect((await requestFrom(r.origin, '/api/v1/types', '127.0.0.52')).status).toBe(200)
   })
 
   it('the next build folds the four counted downloads into the version, once', async () => {
