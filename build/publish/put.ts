@@ -53,9 +53,7 @@ export async function uploadFile(ctx: PublishContext, item: UploadItem): Promise
 
 /** Uploads bytes that are not a release file (publish state, retired lists). */
 export async function uploadBytes(ctx: PublishContext, key: string, body: Buffer, headers: ObjectHeaders): Promise<void> {
-  const md5 = createHash('md5').update(body)
-  const file: LocalFile = { size: body.length, sha256: createHash('sha256').update(body).digest('hex'), etags: [md5.copy().digest('hex')], md5: md5.digest('base64'), body, parts: [] }
-  await writeObject(ctx, key, file, headers, null)
+  await writeObject(ctx, key, describeBody(body), headers, null)
 }
 
 /** PUTs (or uploads in parts) and checks the ETag; a mismatch is written again, twice at most. */
@@ -101,13 +99,17 @@ async function isInPlace(ctx: PublishContext, key: string, file: LocalFile): Pro
   return !tag || !/^[0-9a-f]{32}(-\d+)?$/.test(tag) || file.etags.includes(tag)
 }
 
+/** A body sent in one PUT: its SHA-256, and its MD5 as Content-MD5 and as the ETag the store must answer. */
+function describeBody(body: Buffer): LocalFile {
+  const md5 = createHash('md5').update(body)
+  return { size: body.length, sha256: createHash('sha256').update(body).digest('hex'), etags: [md5.copy().digest('hex')], md5: md5.digest('base64'), body, parts: [] }
+}
+
 /** Reads a small file whole; streams a large one to hash it and the MD5s of its parts. */
 async function readLocalFile(file: string, partSize: number): Promise<LocalFile> {
   const size = statSync(file).size
   if (size <= partSize) {
-    const body = readFileSync(file)
-    const md5 = createHash('md5').update(body)
-    return { size, sha256: createHash('sha256').update(body).digest('hex'), etags: [md5.copy().digest('hex')], md5: md5.digest('base64'), body, parts: [] }
+    return describeBody(readFileSync(file))
   }
   const sha = createHash('sha256')
   const whole = createHash('md5')
