@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs'
 import type { BuildContext } from './context.ts'
 import { createBatcher } from './load.ts'
-import { catalogIndexes, catalogSchema, versionIndexes } from './db/schema.ts'
+import { BUILD_CACHE_KIB, catalogIndexes, catalogSchema, versionIndexes } from './db/schema.ts'
 import type { Db } from './db/sqlite.ts'
 import {
   renderAuthor,
@@ -32,8 +32,9 @@ const PAGE = 2000
 
 /** Fills the catalog database (staging stays attached for the blob list); returns the lookups used by the static renderers. */
 export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSettings): Promise<CatalogMaps> {
-  await db.exec(catalogSchema)
+  await db.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${catalogSchema}`)
   await db.run(`ATTACH DATABASE ? AS staging`, [ctx.staging.file])
+  await db.exec(`PRAGMA staging.cache_size = -${BUILD_CACHE_KIB}`)
   await writeReference(db)
   await writeVisibleRows(ctx, db)
   const authors = await writeAuthors(db)

@@ -3,12 +3,12 @@
  * release atomically. A failing build prints every problem and leaves the live release untouched.
  */
 import path from 'node:path'
-import { rmSync } from 'node:fs'
+import { renameSync, rmSync } from 'node:fs'
 import { writeCatalog } from './catalog.ts'
 import { formatCpu } from './cpu.ts'
 import type { BuildContext, BuildOptions, Problem } from './context.ts'
 import { openDb } from './db/sqlite.ts'
-import { stagingIndexes, stagingSchema } from './db/schema.ts'
+import { BUILD_CACHE_KIB, stagingIndexes, stagingSchema } from './db/schema.ts'
 import { loadSource } from './load.ts'
 import type { DiffCounts } from './release/formats.ts'
 import { resolveSourceRevision } from './release/options.ts'
@@ -43,14 +43,17 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   try {
-    await staging.exec(stagingSchema)
+    await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingSchema}`)
     const counts = await loadSource(ctx)
     log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}`)
     await staging.exec(stagingIndexes)
     await validateCatalog(ctx)
     if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
+    // From here staging is read through the catalog connection's ATTACH: free this connection's cache.
+    await staging.exec(`PRAGMA shrink_memory`)
 
-    const db = await openDb(path.join(pending.dir, 'catalog.sqlite'))
+    const catalogFile = path.join(pending.dir, 'catalog.sqlite')
+    const db = await openDb(catalogFile)
     const settings = { baseUrl: options.baseUrl }
     const maps = await writeCatalog(ctx, db, settings)
     log(`Wrote the catalog database in ${secondsSince(started)}s${formatCpu(cpu)}`)
@@ -65,8 +68,12 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await writeVersionFiles(db, writer)
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
-    await db.exec(`PRAGMA optimize; VACUUM;`)
+    // Compacted into a new file and renamed over: VACUUM in place would write the whole database
+    // twice (to a temporary copy, then back through the journal).
+    await db.exec(`PRAGMA optimize`)
+    await db.run(`VACUUM INTO ?`, [`${catalogFile}.compact`])
     await db.close()
+    renameSync(`${catalogFile}.compact`, catalogFile)
     await staging.close()
     rmSync(stagingFile, { force: true })
     const stats = writer.finish()
