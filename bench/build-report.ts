@@ -7,8 +7,8 @@ const phaseNames: Record<keyof Phases, string> = {
   catalog: 'validate + catalog database + search index',
   render: 'render + write the static tree',
   manifest: 'seal: manifest + change file',
-  snapshot: 'seal: snapshot',
-  archive: 'seal: archive',
+  snapshot: 'seal: snapshot (at the same time as the archive)',
+  archive: 'seal: archive (at the same time as the snapshot)',
   sync: 'seal: syncfs',
   publish: 'publish (pointer, prune)',
 }

@@ -139,13 +139,20 @@ export function readPhases(lines: readonly string[], wallSeconds: number): { wal
       catalog: diff(at(marks.catalog), at(marks.loaded)),
       render: diff(at(marks.tree), at(marks.catalog)),
       manifest: at(marks.manifest),
+      // The snapshot and the archive are written at the same time (build/release/seal.ts): each
+      // from the end of the manifest to its own end, so the two overlap.
       snapshot: diff(at(marks.snapshot), at(marks.manifest)),
-      archive: diff(at(marks.archive), at(marks.snapshot) ?? at(marks.manifest)),
-      sync: diff(at(marks.sync), at(marks.archive) ?? at(marks.snapshot) ?? at(marks.manifest)),
+      archive: diff(at(marks.archive), at(marks.manifest)),
+      sync: diff(at(marks.sync), latest(at(marks.archive), at(marks.snapshot)) ?? at(marks.manifest)),
       publish: key === 'cpu' || at(marks.tree) === null || lastSeal === null ? null : Math.max(0, total - at(marks.tree)! - lastSeal),
     }
   }
   return { wall: pick('wall'), cpu: pick('cpu') }
+}
+
+/** The later of two marks (either may be missing). */
+function latest(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.max(a, b)
 }
 
 /** Disk usage in MB of paths counted together (`du -sk`: a hard-linked inode counts once). */

@@ -28,15 +28,22 @@ export interface BenchOptions {
   render: string
 }
 
+/** Flags whose value is itself a list of flags. */
+const VALUE_MAY_START_WITH_DASHES = new Set(['shim-node-args'])
+
 /** Reads `--name value` flags, falling back to BENCH_* variables and defaults. */
 export function resolveBenchOptions(argv: readonly string[], env: Record<string, string | undefined>, root: string): BenchOptions {
   const flags = new Map<string, string>()
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!
     if (!a.startsWith('--')) continue
-    const [name, inline] = a.slice(2).split('=', 2) as [string, string | undefined]
+    // Split at the first '=' only: `--shim-node-args=--cpu-prof --cpu-prof-dir=DIR` keeps its value whole.
+    const eq = a.indexOf('=')
+    const name = eq < 0 ? a.slice(2) : a.slice(2, eq)
+    const inline = eq < 0 ? undefined : a.slice(eq + 1)
     if (inline !== undefined) flags.set(name, inline)
-    else if (argv[i + 1] !== undefined && !argv[i + 1]!.startsWith('--')) flags.set(name, argv[++i]!)
+    // Node flags start with '--' themselves: the next argument is the value whatever it looks like.
+    else if (argv[i + 1] !== undefined && (VALUE_MAY_START_WITH_DASHES.has(name) || !argv[i + 1]!.startsWith('--'))) flags.set(name, argv[++i]!)
     else flags.set(name, 'true')
   }
   const get = (name: string, fallback: string): string => flags.get(name) ?? env[`BENCH_${name.toUpperCase().replace(/-/g, '_')}`] ?? fallback

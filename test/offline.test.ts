@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { openDb } from '../build/db/sqlite.ts'
 import { contentMtime } from '../build/render/etag.ts'
 import { writeArchive } from '../build/release/archive.ts'
-import { removeBodyOrder, writeBodyOrder } from '../build/release/body-order.ts'
+import { removeBodyOrder, writeBodyOrder, writePathOrder } from '../build/release/body-order.ts'
 import { pointerSchema, type Pointer } from '../build/release/formats.ts'
 import { fileUrl, hashBytes } from '../build/release/manifest.ts'
 import { writeSnapshot } from '../build/release/snapshot.ts'
@@ -42,9 +42,11 @@ describe('reproducible snapshot and archive', () => {
     const lines = readFileSync(path.join(releaseDir, 'manifest.tsv'), 'utf8').trim().split('\n')
     writeFileSync(path.join(releaseDir, 'manifest.tsv'), lines.reverse().join('\n') + '\n')
     const order = await writeBodyOrder(releaseDir)
-    await writeSnapshot(releaseDir, order, path.join(root, 'again.sqlite'), elsewhere.catalog.sha256)
+    const pathOrder = await writePathOrder(releaseDir)
+    await writeSnapshot(releaseDir, order, pathOrder, path.join(root, 'again.sqlite'), elsewhere.catalog.sha256)
     await writeArchive(releaseDir, order, path.join(root, 'again.tar.gz'))
     removeBodyOrder(order)
+    removeBodyOrder(pathOrder)
     expect(sha256Of(path.join(root, 'again.sqlite'))).toBe(here.snapshot!.sha256)
     expect(sha256Of(path.join(root, 'again.tar.gz'))).toBe(here.archive!.sha256)
     const listing = execFileSync('tar', ['-tvzf', path.join(root, 'again.tar.gz')], { env: { TZ: 'UTC', LC_ALL: 'C' } }).toString().trim().split('\n')

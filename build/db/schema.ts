@@ -103,12 +103,11 @@ CREATE TABLE dependencies (
 /**
  * Page cache of each build connection and attached database, in KiB (SQLite's own default is 2 MB).
  * The large catalog's files are GBs (catalog.sqlite 3.4 GB, staging about as large): with 2 MB,
- * every index lookup, insert and sort run re-reads its pages through the kernel, which made the
- * 100,000-project build spend 653 s of system time and read 48 GB from disk (bench/results/build.md).
- * At most three such caches are full at once (staging, catalog, the attached staging), which keeps
- * the build under its 2 GB peak-memory goal.
+ * index builds and lookups re-read their pages through the kernel again and again. 256 MB each
+ * took the 100,000-project build's peak RSS from 0.9 to 2.2 GB (over its 2 GB goal: the caches
+ * of staging, the catalog and the attached staging are full at once during the render), so 64 MB.
  */
-export const BUILD_CACHE_KIB = 256 * 1024
+export const BUILD_CACHE_KIB = 64 * 1024
 
 /** Indexes of versions and files, created after their bulk insert. */
 export const versionIndexes = `

@@ -13,7 +13,7 @@ import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFil
 import path from 'node:path'
 import { formatCpu } from '../cpu.ts'
 import { writeArchive } from './archive.ts'
-import { removeBodyOrder, writeBodyOrder } from './body-order.ts'
+import { removeBodyOrder, writeBodyOrder, writePathOrder } from './body-order.ts'
 import { stampContentMtime } from './content-mtime.ts'
 import { writeFeed, readPointer } from './feed.ts'
 import type { DiffCounts, FileRef, Pointer } from './formats.ts'
@@ -62,33 +62,61 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
   linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
-  const catalog = await seal(catalogName, before?.catalog)
-  // Both names stay one inode (the shim opens catalog.sqlite, mirrors fetch /mirror/catalog.sqlite).
-  replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
-
-  const sealed = writeManifest(releaseDir, previousDir, { serial, id })
-  input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
-  const previous = before?.serial ?? null
-  const feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
-
+  // The two sorts of manifest.tsv for the snapshot and the archive (body-order.ts) run as child
+  // processes while this thread hashes the catalog and writes the mirror manifest.
+  const orders = Promise.all([
+    input.options.snapshot || input.options.archive ? writeBodyOrder(releaseDir) : null,
+    input.options.snapshot ? writePathOrder(releaseDir) : null,
+  ])
+  // Awaited below; a failure surfaces there, not as an unhandled rejection meanwhile.
+  orders.catch(() => {})
+  let bodyOrder: string | null = null
+  let pathOrder: string | null = null
   let snapshot: FileRef | null = null
   let archive: FileRef | null = null
-  const order = input.options.snapshot || input.options.archive ? await writeBodyOrder(releaseDir) : null
+  let catalog: FileRef
+  let sealed: ReturnType<typeof writeManifest>
+  let feed: ReturnType<typeof writeFeed>
+  const previous = before?.serial ?? null
   try {
-    if (input.options.snapshot) {
+    catalog = await seal(catalogName, before?.catalog)
+    // Both names stay one inode (the shim opens catalog.sqlite, mirrors fetch /mirror/catalog.sqlite).
+    replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
+
+    sealed = writeManifest(releaseDir, previousDir, { serial, id })
+    input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+    feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
+    ;[bodyOrder, pathOrder] = await orders
+    const catalogSha256 = catalog.sha256
+
+    // The snapshot and the archive at the same time: each waits on its own thread (SQLite's
+    // inserts, zlib's deflate) for much of its time, and this thread fills the other meanwhile.
+    const snapshotTask = async (): Promise<FileRef | null> => {
+      if (!input.options.snapshot) return null
       const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
-      await writeSnapshot(releaseDir, order!, path.join(releaseDir, name), catalog.sha256)
-      snapshot = await seal(name, before?.snapshot)
-      input.log(`Wrote the snapshot (${(snapshot.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+      await writeSnapshot(releaseDir, bodyOrder!, pathOrder!, path.join(releaseDir, name), catalogSha256)
+      const ref = await seal(name, before?.snapshot)
+      input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+      return ref
     }
-    if (input.options.archive) {
+    const archiveTask = async (): Promise<FileRef | null> => {
+      if (!input.options.archive) return null
       const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
-      await writeArchive(releaseDir, order!, path.join(releaseDir, name))
-      archive = await seal(name, before?.archive)
-      input.log(`Wrote the archive (${(archive.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+      await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name))
+      const ref = await seal(name, before?.archive)
+      input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+      return ref
     }
+    // allSettled: a failing one must not leave the other writing into a release being removed.
+    const [s, a] = await Promise.allSettled([snapshotTask(), archiveTask()])
+    if (s.status === 'rejected') throw s.reason
+    if (a.status === 'rejected') throw a.reason
+    snapshot = s.value
+    archive = a.value
   } finally {
-    if (order) removeBodyOrder(order)
+    const [b, p] = await orders.catch(() => [null, null])
+    if (b) removeBodyOrder(b)
+    if (p) removeBodyOrder(p)
   }
   if (before?.snapshot && !snapshot) extras.removed++
   if (before?.archive && !archive) extras.removed++

@@ -23,7 +23,7 @@
 import { copyFileSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import path from 'node:path'
 import { openDb, type Db, type SqlValue } from '../db/sqlite.ts'
-import { readBodyOrder, removeBodyOrder, writePathOrder } from './body-order.ts'
+import { readBodyOrder } from './body-order.ts'
 import { BUILD_CACHE_KIB } from '../db/schema.ts'
 import { fsyncPath } from './publish.ts'
 
@@ -37,19 +37,21 @@ export const snapshotSchema = `
 const BODY_BATCH = 200
 const PATH_BATCH = 4096
 
-/** Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`) and the body order `orderFile`. */
-export async function writeSnapshot(releaseDir: string, orderFile: string, target: string, catalogSha256: string): Promise<void> {
+/**
+ * Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`), the body order
+ * `orderFile` and the same names sorted by name, `pathOrderFile` (body-order.ts).
+ */
+export async function writeSnapshot(releaseDir: string, orderFile: string, pathOrderFile: string, target: string, catalogSha256: string): Promise<void> {
   const tmp = `${target}.tmp`
   rmSync(tmp, { force: true })
   // copy_file_range: the kernel copies the pages; SQLite would read and write each one itself.
   copyFileSync(path.join(releaseDir, 'catalog.sqlite'), tmp)
   const db = await openDb(tmp)
-  const pathOrder = await writePathOrder(releaseDir)
   try {
     await db.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; ${snapshotSchema} BEGIN;`)
     await db.run(`INSERT INTO snapshot_info VALUES ('catalogSha256', ?), ('format', '1')`, [catalogSha256])
     await insertBodies(db, releaseDir, orderFile)
-    await insertPaths(db, pathOrder)
+    await insertPaths(db, pathOrderFile)
     await db.exec(`COMMIT; PRAGMA journal_mode = DELETE;`)
     const check = await db.all<{ integrity_check: string }>(`PRAGMA integrity_check`)
     if (check.length !== 1 || check[0]!.integrity_check !== 'ok') throw new Error(`snapshot integrity_check failed: ${JSON.stringify(check.slice(0, 5))}`)
@@ -57,8 +59,6 @@ export async function writeSnapshot(releaseDir: string, orderFile: string, targe
     await db.close().catch(() => {})
     rmSync(tmp, { force: true })
     throw err
-  } finally {
-    removeBodyOrder(pathOrder)
   }
   await db.close()
   fsyncPath(tmp)
