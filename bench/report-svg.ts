@@ -4,7 +4,7 @@
  */
 import type { ServeResults } from './results-schema.ts'
 
-const COLORS: Record<string, string> = { 'raw node': '#7f8c8d', shim: '#2e86de', nginx: '#27ae60' }
+const COLORS: Record<string, string> = { 'raw node': '#7f8c8d', 'raw node + headers': '#b2bec3', shim: '#2e86de', nginx: '#27ae60' }
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
 
 /** Renders the SVG document. */

@@ -35,6 +35,8 @@ export function resolveEntryArgs(root: string, entry: string): string[] {
 
 /** The shim's rate limit in the benchmark: high enough never to throttle it. */
 const BENCH_RATE_LIMIT = 1_000_000_000
+/** SHIM_HEAP_MB's default in package.json's serve script. */
+const SHIM_HEAP_MB_DEFAULT = 224
 
 /** A started server. */
 export interface ServerHandle {
@@ -78,15 +80,25 @@ export async function startShim(options: ShimStart): Promise<ServerHandle> {
     ...options.env,
   }
   const root = options.root ?? ROOT
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...resolveEntryArgs(root, 'shim/cli.ts')], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] })
+  // The heap limit npm run serve sets (shim/heap.ts), unless the caller gives its own.
+  const nodeArgs = options.nodeArgs ?? []
+  const heap = nodeArgs.some((a) => a.startsWith('--max-old-space-size')) ? [] : [`--max-old-space-size=${process.env.SHIM_HEAP_MB ?? SHIM_HEAP_MB_DEFAULT}`]
+  const child = spawn(process.execPath, [...heap, ...nodeArgs, ...resolveEntryArgs(root, 'shim/cli.ts')], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] })
   return await track('shim', child, options.port, options.probePath)
 }
 
-/** Starts the raw node:http server over a map of "url<TAB>file" lines. */
-export async function startRaw(port: number, mapFile: string, probePath: string): Promise<ServerHandle> {
+/** Name of the raw server that also sends the shim's header lines (bench/raw-server.ts `headers`). */
+export const RAW_HEADERS_NAME = 'raw node + headers'
+
+/**
+ * Starts the raw node:http server over a map of "url<TAB>file" lines; with `contractHeaders`, the
+ * variant that sends the same header lines as the shim.
+ */
+export async function startRaw(port: number, mapFile: string, probePath: string, contractHeaders = false): Promise<ServerHandle> {
   await assertPortFree(port)
-  const child = spawn(process.execPath, [...resolveEntryArgs(ROOT, 'bench/raw-server.ts'), '--', String(port), mapFile], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
-  return await track('raw node', child, port, probePath)
+  const args = [...resolveEntryArgs(ROOT, 'bench/raw-server.ts'), '--', String(port), mapFile, ...(contractHeaders ? ['headers'] : [])]
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
+  return await track(contractHeaders ? RAW_HEADERS_NAME : 'raw node', child, port, probePath)
 }
 
 /**

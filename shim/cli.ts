@@ -4,9 +4,15 @@ import type { AddressInfo } from 'node:net'
 import { createShimListener } from './app.ts'
 import { resolveShimOptions } from './config.ts'
 import { createShimContext } from './context.ts'
+import { checkHeapLimit } from './heap.ts'
 import { configureServer } from './server.ts'
 
 const options = resolveShimOptions({}, process.env)
+const heapProblem = checkHeapLimit(options.cacheBytes)
+if (heapProblem) {
+  process.stderr.write(`Not starting: ${heapProblem}\n`)
+  process.exit(1)
+}
 const ctx = await createShimContext(options)
 // A bare node:http server: listhen's shutdown hook added a 'request' and a 'finish' listener per
 // request, measurably slower in an A/B run (bench/results/PROFILE.md), for a feature the CLI never used.

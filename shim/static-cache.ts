@@ -8,6 +8,15 @@
 import { readFile } from 'node:fs/promises'
 import { createBody, type Body } from '../build/render/body.ts'
 
+/**
+ * What an entry costs beside its body's bytes: the key (a path of about 100 characters), the Map
+ * slot, the entry, the Body, its ETag string and the Buffer object. Counted against the bound, so
+ * the JavaScript heap the cache holds stays within CACHE_BYTES even when the cache is full of
+ * tiny bodies (`{"data":[]}` under thousands of URLs): the shim's heap limit relies on it
+ * (shim/heap.ts).
+ */
+export const ENTRY_OVERHEAD_BYTES = 400
+
 /** A bounded in-memory store of file bodies. */
 export interface StaticCache {
   /** The cached body of a release file (a hit, synchronously: no promise on the hot path), or undefined. Optional: a store without memory has no hits. */
@@ -24,7 +33,7 @@ interface Entry {
   used: boolean
 }
 
-/** Creates a cache holding at most maxBytes of bodies. */
+/** Creates a cache holding at most maxBytes of bodies (each counted with ENTRY_OVERHEAD_BYTES). */
 export function createStaticCache(maxBytes: number): StaticCache {
   // Insertion order is the clock hand's order: the first entries are the oldest.
   const entries = new Map<string, Entry>()
@@ -37,7 +46,7 @@ export function createStaticCache(maxBytes: number): StaticCache {
         entry.used = false
         entries.set(key, entry)
       } else {
-        bytes -= entry.body.bytes.length
+        bytes -= entry.body.bytes.length + ENTRY_OVERHEAD_BYTES
       }
     }
   }
@@ -64,9 +73,9 @@ export function createStaticCache(maxBytes: number): StaticCache {
       const raced = get(file)
       if (raced) return raced
       const body = createBody(bytesRead)
-      if (body.bytes.length <= maxBytes) {
+      if (body.bytes.length + ENTRY_OVERHEAD_BYTES <= maxBytes) {
         entries.set(file, { body, used: false })
-        bytes += body.bytes.length
+        bytes += body.bytes.length + ENTRY_OVERHEAD_BYTES
         evict()
       }
       return body

@@ -1,0 +1,24 @@
+/**
+ * The shim's memory bound. `npm run serve` starts node with `--max-old-space-size=${SHIM_HEAP_MB:-224}`:
+ * below about 256 MB V8 grows its heap more sparingly between collections, and at the large
+ * catalog that kept the shim's RSS under all load at 241 MB, against 325 MB with V8's default limit
+ * (bench/results/serve.md, "Memory"). The static cache's JavaScript objects count against
+ * CACHE_BYTES (ENTRY_OVERHEAD_BYTES), so the heap needs CACHE_BYTES plus what requests in flight
+ * and the code hold: a limit below that would end in an out-of-memory crash under a crawl, so the
+ * shim refuses to start instead.
+ */
+import { getHeapStatistics } from 'node:v8'
+
+/** Heap the shim needs beside its static cache: code, schemas, the limiter, requests in flight. */
+export const HEAP_HEADROOM_BYTES = 64 * 1024 * 1024
+
+/** Why the heap limit is too small for the cache, or null when it is large enough. */
+export function checkHeapLimit(cacheBytes: number, heapLimitBytes: number = getHeapStatistics().heap_size_limit): string | null {
+  const needed = cacheBytes + HEAP_HEADROOM_BYTES
+  if (heapLimitBytes >= needed) return null
+  const mb = (n: number): number => Math.ceil(n / (1024 * 1024))
+  return (
+    `the JavaScript heap limit (${mb(heapLimitBytes)} MB) is below CACHE_BYTES (${mb(cacheBytes)} MB) plus ${mb(HEAP_HEADROOM_BYTES)} MB: ` +
+    `raise SHIM_HEAP_MB (npm run serve) or node's --max-old-space-size to at least ${mb(needed)}, or lower CACHE_BYTES`
+  )
+}

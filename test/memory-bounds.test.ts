@@ -1,0 +1,53 @@
+/**
+ * The shim's memory bound (shim/heap.ts): the static cache counts each entry's JavaScript objects
+ * against CACHE_BYTES, and the shim refuses to start with a heap limit too small for its cache.
+ */
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { checkHeapLimit, HEAP_HEADROOM_BYTES } from '../shim/heap.ts'
+import { createStaticCache, ENTRY_OVERHEAD_BYTES } from '../shim/static-cache.ts'
+
+const MB = 1024 * 1024
+
+describe('static cache bound', () => {
+  it('counts every entry with its overhead, so tiny bodies cannot grow the heap past CACHE_BYTES', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cache-bound-'))
+    const files = Array.from({ length: 50 }, (_, i) => {
+      const file = path.join(dir, `${i}.json`)
+      writeFileSync(file, '{"data":[]}')
+      return file
+    })
+    // Room for 10 entries of 11 bytes each with their overhead, not for 50 bare bodies of 11 bytes.
+    const cache = createStaticCache(10 * (11 + ENTRY_OVERHEAD_BYTES))
+    for (const file of files) expect((await cache.read(file))?.bytes.toString()).toBe('{"data":[]}')
+    expect(cache.size).toBe(10)
+    // The newest entries are the ones kept (CLOCK: none of the older ones was hit again).
+    expect(cache.get!(files[49]!)?.bytes.toString()).toBe('{"data":[]}')
+    expect(cache.get!(files[0]!)).toBeUndefined()
+  })
+})
+
+describe('heap limit', () => {
+  it('is enough for the cache plus the headroom, and names the fix when it is not', () => {
+    expect(checkHeapLimit(128 * MB, 224 * MB)).toBeNull()
+    expect(checkHeapLimit(128 * MB, 128 * MB + HEAP_HEADROOM_BYTES)).toBeNull()
+    const problem = checkHeapLimit(512 * MB, 224 * MB)
+    expect(problem).toContain('224 MB')
+    expect(problem).toContain('CACHE_BYTES (512 MB)')
+    expect(problem).toContain('at least 576')
+  })
+
+  it('the shim exits with that message instead of serving with a heap that a full cache would overflow', () => {
+    const run = spawnSync(process.execPath, ['--max-old-space-size=100', 'node_modules/vite-node/dist/cli.mjs', 'shim/cli.ts'], {
+      env: { ...process.env, CACHE_BYTES: String(512 * MB), DIST_DIR: mkdtempSync(path.join(os.tmpdir(), 'heap-dist-')), PORT: '0' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    })
+    expect(run.status).toBe(1)
+    expect(run.stderr).toContain('Not starting: the JavaScript heap limit')
+    expect(run.stderr).toContain('CACHE_BYTES (512 MB)')
+  })
+})
