@@ -18,7 +18,7 @@ export function renderServeSvg(r: ServeResults): string {
   const statics = r.scenarios.filter((s) => s.name.startsWith('static-'))
   const maxRps = Math.max(1, ...statics.flatMap((s) => s.rows.map((row) => row.rps.max)))
   for (const s of statics) {
-    y += 30
+    y += 36
     parts.push(`<text x="10" y="${y}" font-size="13" font-weight="bold">${s.name === 'static-304' ? '304 (If-None-Match)' : '200 OK'}</text>`)
     y -= 8
     for (const row of s.rows) {
