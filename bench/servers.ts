@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from 'node:net'
+import { SHIM_HEAP_MB_DEFAULT } from '../shim/heap.ts'
 import { renderFrontConfig } from '../shim/front-config.ts'
 import { listChildPids } from './proc.ts'
 
@@ -35,8 +36,6 @@ export function resolveEntryArgs(root: string, entry: string): string[] {
 
 /** The shim's rate limit in the benchmark: high enough never to throttle it. */
 const BENCH_RATE_LIMIT = 1_000_000_000
-/** SHIM_HEAP_MB's default in package.json's serve script. */
-const SHIM_HEAP_MB_DEFAULT = 224
 
 /** A started server. */
 export interface ServerHandle {
@@ -65,6 +64,11 @@ export interface ShimStart {
   root?: string
 }
 
+/** The shim's heap limit as `npm run serve` sets it: SHIM_HEAP_MB, else its default. */
+export function shimHeapMb(): string {
+  return process.env.SHIM_HEAP_MB ?? String(SHIM_HEAP_MB_DEFAULT)
+}
+
 /** Starts the shim as `npm run serve` does, rate limit raised so the benchmark is not throttled. */
 export async function startShim(options: ShimStart): Promise<ServerHandle> {
   mkdirSync(options.workDir, { recursive: true })
@@ -82,7 +86,7 @@ export async function startShim(options: ShimStart): Promise<ServerHandle> {
   const root = options.root ?? ROOT
   // The heap limit npm run serve sets (shim/heap.ts), unless the caller gives its own.
   const nodeArgs = options.nodeArgs ?? []
-  const heap = nodeArgs.some((a) => a.startsWith('--max-old-space-size')) ? [] : [`--max-old-space-size=${process.env.SHIM_HEAP_MB ?? SHIM_HEAP_MB_DEFAULT}`]
+  const heap = nodeArgs.some((a) => a.startsWith('--max-old-space-size')) ? [] : [`--max-old-space-size=${shimHeapMb()}`]
   const child = spawn(process.execPath, [...heap, ...nodeArgs, ...resolveEntryArgs(root, 'shim/cli.ts')], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] })
   return await track('shim', child, options.port, options.probePath)
 }

@@ -9,6 +9,9 @@
  */
 import { getHeapStatistics } from 'node:v8'
 
+/** The `--max-old-space-size` (MB) of package.json's serve script when SHIM_HEAP_MB is unset; the two must agree. */
+export const SHIM_HEAP_MB_DEFAULT = 224
+
 /** Heap the shim needs beside its static cache: code, schemas, the limiter, requests in flight. */
 export const HEAP_HEADROOM_BYTES = 64 * 1024 * 1024
 

@@ -3,11 +3,11 @@
  * against CACHE_BYTES, and the shim refuses to start with a heap limit too small for its cache.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { checkHeapLimit, HEAP_HEADROOM_BYTES } from '../shim/heap.ts'
+import { checkHeapLimit, HEAP_HEADROOM_BYTES, SHIM_HEAP_MB_DEFAULT } from '../shim/heap.ts'
 import { createStaticCache, ENTRY_OVERHEAD_BYTES } from '../shim/static-cache.ts'
 
 const MB = 1024 * 1024
@@ -38,6 +38,12 @@ describe('heap limit', () => {
     expect(problem).toContain('224 MB')
     expect(problem).toContain('CACHE_BYTES (512 MB)')
     expect(problem).toContain('at least 576')
+  })
+
+  it('npm run serve sets the default heap limit the shim (and the benchmark) assume, enough for the default cache', () => {
+    const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts
+    expect(scripts.serve).toContain(`node --max-old-space-size=\${SHIM_HEAP_MB:-${SHIM_HEAP_MB_DEFAULT}} .out/shim/cli.js`)
+    expect(checkHeapLimit(128 * MB, SHIM_HEAP_MB_DEFAULT * MB)).toBeNull()
   })
 
   it('the shim exits with that message instead of serving with a heap that a full cache would overflow', () => {
