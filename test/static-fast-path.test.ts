@@ -52,15 +52,28 @@ function countingLimiter(inner: RateLimiter): { limiter: RateLimiter; count: () 
   }
 }
 
+/**
+ * A server over the sample release whose limiter (`limit` per minute) counts its calls, started
+ * before and closed after the enclosing suite, with no 5xx allowed in between.
+ */
+function serverWithCountingLimiter(limit: number): { server: () => TestServer; count: () => number } {
+  let server: TestServer
+  let counted: ReturnType<typeof countingLimiter>
+  beforeAll(async () => {
+    counted = countingLimiter(createMemoryRateLimiter(limit, 60))
+    server = await startServer(inject('distDir'), {}, { limiter: counted.limiter })
+  })
+  afterAll(async () => {
+    expect(server.serverErrors()).toBe(0)
+    await server.close()
+  })
+  return { server: () => server, count: () => counted.count() }
+}
+
+const main = serverWithCountingLimiter(1_000_000)
 let server: TestServer
-let counted: ReturnType<typeof countingLimiter>
-beforeAll(async () => {
-  counted = countingLimiter(createMemoryRateLimiter(1_000_000, 60))
-  server = await startServer(inject('distDir'), {}, { limiter: counted.limiter })
-})
-afterAll(async () => {
-  expect(server.serverErrors()).toBe(0)
-  await server.close()
+beforeAll(() => {
+  server = main.server()
 })
 
 describe('static fast path', () => {
@@ -71,11 +84,11 @@ describe('static fast path', () => {
   ]
   it.each(variants)('answers %s %s from memory exactly as the app does from disk', async (method, path, headers) => {
     server.ctx.cache.clear()
-    const before = counted.count()
+    const before = main.count()
     const fromApp = await send(server, path, method, headers)
     expect(server.ctx.cache.get?.(`${server.ctx.release.dir}/public${path}.json`)).toBeDefined()
     const fromFastPath = await send(server, path, method, headers)
-    expect(counted.count() - before).toBe(2)
+    expect(main.count() - before).toBe(2)
     expect(fromApp.status).toBe(200)
     expect(fromFastPath.status).toBe(200)
     expect(fromFastPath.names).toEqual(fromApp.names)
@@ -118,15 +131,10 @@ describe('static fast path', () => {
 })
 
 describe('refusals on the fast path', () => {
+  const refusing = serverWithCountingLimiter(2)
   let limited: TestServer
-  let limitedCount: ReturnType<typeof countingLimiter>
-  beforeAll(async () => {
-    limitedCount = countingLimiter(createMemoryRateLimiter(2, 60))
-    limited = await startServer(inject('distDir'), {}, { limiter: limitedCount.limiter })
-  })
-  afterAll(async () => {
-    expect(limited.serverErrors()).toBe(0)
-    await limited.close()
+  beforeAll(() => {
+    limited = refusing.server()
   })
 
   it('hands a refused static hit to the app, counted once, as the 429 envelope', async () => {
@@ -136,7 +144,7 @@ describe('refusals on the fast path', () => {
     expect(b.headers['x-ratelimit-remaining']).toBe('0')
     const refused = await send(limited, '/api/v1/projects/sodium')
     expect(refused.status).toBe(429)
-    expect(limitedCount.count()).toBe(3)
+    expect(refusing.count()).toBe(3)
     expect(refused.headers['x-ratelimit-remaining']).toBe('0')
     expect(refused.headers['x-ratelimit-reset']).toBe(a.headers['x-ratelimit-reset'])
     expect(JSON.parse(refused.body).error.code).toBe('rate_limited')
