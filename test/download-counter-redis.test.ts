@@ -5,7 +5,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
@@ -14,6 +13,7 @@ import { openDb } from '../build/db/sqlite.ts'
 import { resolveShimOptions } from '../shim/config.ts'
 import { openRedisDownloadCounter } from '../shim/download-counter-redis.ts'
 import { closeRedisClient, createRedisClient } from '../shim/redis.ts'
+import { freePort } from './harness.ts'
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'counter-redis-'))
 let server: ChildProcess | null = null
@@ -21,15 +21,6 @@ afterAll(() => {
   server?.kill('SIGKILL')
   rmSync(dir, { recursive: true, force: true })
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 function startRedis(port: number): Promise<ChildProcess> {
   const child = spawn('/usr/bin/redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: ['ignore', 'pipe', 'ignore'] })

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
 import { openDb } from '../build/db/sqlite.ts'
 import { runBuild } from '../build/index.ts'
-import { startServer, json, type TestServer } from './harness.ts'
+import { freePort, startServer, json, type TestServer } from './harness.ts'
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'downloads-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -91,7 +91,7 @@ describe('kill -9 during a burst of downloads', () => {
   }
 
   it('loses no acknowledged count and doubles none after a restart', async () => {
-    const port = 40000 + Math.floor(Math.random() * 20000)
+    const port = await freePort()
     const origin = `http://127.0.0.1:${port}`
     const id = fileIds[0]!
     const child = await start(port)

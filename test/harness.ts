@@ -97,6 +97,16 @@ export async function startServer(distDir: string, overrides: Partial<ShimOption
 }
 
 /** Reads a JSON body. */
+/** A loopback port free right now (the kernel's pick), for a server started as a child process. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo
+      s.close(() => resolve(port))
+    })
+  })
+}
+
 export async function json<T = any>(res: Response): Promise<T> {
   return (await res.json()) as T
 }

@@ -6,7 +6,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { Redis } from 'ioredis'
@@ -15,21 +14,10 @@ import { resolveBuildOptions } from '../build/config.ts'
 import { openDb } from '../build/db/sqlite.ts'
 import { runBuild } from '../build/index.ts'
 import { errorSchema } from '../build/schema/api.ts'
-import { json, requestFrom, startServer, type RawResponse } from './harness.ts'
+import { freePort, json, requestFrom, startServer, type RawResponse } from './harness.ts'
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'replicas-'))
 const counters = path.join(dir, 'counters.sqlite')
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as AddressInfo
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 /** Spawns a process and resolves once its output contains `ready`; `out()` is everything it printed. */
 async function startProcess(cmd: string, args: string[], env: NodeJS.ProcessEnv, ready: RegExp): Promise<{ child: ChildProcess; out: () => string }> {
