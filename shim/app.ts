@@ -8,7 +8,7 @@ import { statSync } from 'node:fs'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { createApp, eventHandler, toNodeListener, type App, type H3Event } from 'h3'
 import { contentEtag } from '../build/render/etag.ts'
-import { apiFile, contentTypeOf, IMMUTABLE, objectFile } from '../build/static-paths.ts'
+import { contentTypeOf, IMMUTABLE, objectFile } from '../build/static-paths.ts'
 import type { ShimOptions } from './config.ts'
 import type { ShimContext } from './context.ts'
 import { apiError, createErrorHandler, notFound } from './errors.ts'
@@ -65,8 +65,7 @@ async function handleRequest(ctx: ShimContext, event: H3Event, fixed: FixedHeade
   const plain = (method === 'GET' || method === 'HEAD') && PLAIN_API_PATH.test(url)
   if (plain) {
     // The hot path: a plain pre-rendered path (no query, nothing to decode), from memory when hot.
-    const file = `${ctx.release.dir}/public${url}.json`
-    const body = ctx.cache.get?.(file) ?? (await ctx.cache.read(file))
+    const body = ctx.cache.get?.(url) ?? (await ctx.cache.read(ctx.release.dir, url))
     if (body) return sendBodyWithCommonHeaders(event, body, fixed.cacheControl, fixed.rateLimit)
   }
   if (method !== 'GET' && method !== 'HEAD') {
@@ -76,7 +75,7 @@ async function handleRequest(ctx: ShimContext, event: H3Event, fixed: FixedHeade
   const [first, second, ...rest] = target.segments
   if (!isSafePath(target.segments)) throw notFound('The resource')
   if (!plain && first === 'api' && second === 'v1' && target.search === '' && rest.length > 0) {
-    const body = await ctx.cache.read(path.join(ctx.release.dir, apiFile(`/${rest.join('/')}`)))
+    const body = await ctx.cache.read(ctx.release.dir, `/api/v1/${rest.join('/')}`)
     if (body) return sendBodyWithCommonHeaders(event, body, fixed.cacheControl, fixed.rateLimit)
   }
   setCommonHeaders(event, ctx.options.rateLimit)

@@ -1,6 +1,4 @@
 /** Lookups shared by the dynamic routes: resolving path parameters against the live catalog. */
-import path from 'node:path'
-import { apiFile } from '../build/static-paths.ts'
 import { mutableCacheControl } from './app.ts'
 import type { ShimContext } from './context.ts'
 import { notFound } from './errors.ts'
@@ -35,7 +33,7 @@ export async function requireProject(ctx: ShimContext, idOrSlug: string): Promis
  * of `/projects/Sodium?x=1`), so both paths return the same bytes; 404 naming `what` when absent.
  */
 export async function sendStatic(input: RouteInput, apiPath: string, what: string): Promise<void> {
-  const body = await input.ctx.cache.read(path.join(input.ctx.release.dir, apiFile(apiPath)))
+  const body = await input.ctx.cache.read(input.ctx.release.dir, `/api/v1${apiPath}`)
   if (!body) throw notFound(what)
   sendBody(input.event, body, mutableCacheControl(input.ctx))
 }

@@ -55,14 +55,13 @@ export async function openSnapshot(file: string): Promise<Release> {
   return { dir, publicDir: path.join(dir, 'public'), id: path.basename(real, '.sqlite'), db, game }
 }
 
-/** The static lookup of a snapshot: `read(<dir>/<release-relative file>)` answers from its tables. */
+/** The static lookup of a snapshot: `read(dir, /api/v1/...)` answers from its tables (the release-relative `public/api/v1/....json`). */
 export function createSnapshotStatic(release: Release): StaticCache {
-  const prefix = release.dir + path.sep
   const sql = `SELECT b.body FROM static_paths p JOIN static_bodies b ON b.sha256 = p.sha256 WHERE p.path = ?`
   return {
-    async read(file) {
-      if (!file.startsWith(prefix)) return null
-      const row = await release.db.get<{ body: Buffer }>(sql, [file.slice(prefix.length)])
+    async read(releaseDir, urlPath) {
+      if (releaseDir !== release.dir) return null
+      const row = await release.db.get<{ body: Buffer }>(sql, [`public${urlPath}.json`])
       return row ? createBody(Buffer.from(row.body)) : null
     },
     clear() {},

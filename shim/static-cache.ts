@@ -4,6 +4,12 @@
  * is about 4x slower), and no Map reordering either — eviction is CLOCK (second chance), which
  * approximates least-recently-used: re-inserting every hit to keep exact LRU order cost about 3%
  * of a static read (bench/results/serve.md).
+ *
+ * Keys are request paths (`/api/v1/projects/sodium`), so the listener's fast path looks up the
+ * request's own `req.url` string: no file name built, flattened and hashed per request (about 1 µs
+ * of a 20 µs static read at the large catalog, bench/results/PROFILE.md). A key means "in the live
+ * release": clear() at a release swap starts a new generation, and a read that began before the swap
+ * does not store what it read.
  */
 import { readFile } from 'node:fs/promises'
 import { createBody, type Body } from '../build/render/body.ts'
@@ -17,14 +23,20 @@ import { createBody, type Body } from '../build/render/body.ts'
  */
 export const ENTRY_OVERHEAD_BYTES = 400
 
-/** A bounded in-memory store of file bodies. */
+/** A bounded in-memory store of the pre-rendered bodies of the live release, by request path. */
 export interface StaticCache {
-  /** The cached body of a release file (a hit, synchronously: no promise on the hot path), or undefined. Optional: a store without memory has no hits. */
-  get?(file: string): Body | undefined
-  /** The body of a release file, or null when the file does not exist. */
-  read(file: string): Promise<Body | null>
+  /** The cached body of a request path (`/api/v1/...`; a hit, synchronously: no promise on the hot path), or undefined. Optional: a store without memory has no hits. */
+  get?(urlPath: string): Body | undefined
+  /** The body of a request path in the release folder `releaseDir` (its `public<path>.json`), or null when there is no such file. */
+  read(releaseDir: string, urlPath: string): Promise<Body | null>
+  /** Forgets every body (a new release went live). */
   clear(): void
   readonly size: number
+}
+
+/** The file of a request path (`/api/v1/...`) in a release folder. */
+export function releaseFileOf(releaseDir: string, urlPath: string): string {
+  return `${releaseDir}/public${urlPath}.json`
 }
 
 interface Entry {
@@ -38,6 +50,7 @@ export function createStaticCache(maxBytes: number): StaticCache {
   // Insertion order is the clock hand's order: the first entries are the oldest.
   const entries = new Map<string, Entry>()
   let bytes = 0
+  let generation = 0
   const evict = (): void => {
     for (const [key, entry] of entries) {
       if (bytes <= maxBytes) break
@@ -50,31 +63,34 @@ export function createStaticCache(maxBytes: number): StaticCache {
       }
     }
   }
-  const get = (file: string): Body | undefined => {
-    const entry = entries.get(file)
+  const get = (urlPath: string): Body | undefined => {
+    const entry = entries.get(urlPath)
     if (entry === undefined) return undefined
     entry.used = true
     return entry.body
   }
   return {
     get,
-    async read(file) {
-      const hit = get(file)
+    async read(releaseDir, urlPath) {
+      const hit = get(urlPath)
       if (hit) return hit
+      const started = generation
       let bytesRead: Buffer
       try {
-        bytesRead = await readFile(file)
+        bytesRead = await readFile(releaseFileOf(releaseDir, urlPath))
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code
         if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENAMETOOLONG') return null
         throw err
       }
-      // Another request may have read the same file meanwhile: keep one entry, count its bytes once.
-      const raced = get(file)
-      if (raced) return raced
       const body = createBody(bytesRead)
+      // Read from a release that is no longer live: answer this request, keep nothing under its path.
+      if (started !== generation) return body
+      // Another request may have read the same file meanwhile: keep one entry, count its bytes once.
+      const raced = get(urlPath)
+      if (raced) return raced
       if (body.bytes.length + ENTRY_OVERHEAD_BYTES <= maxBytes) {
-        entries.set(file, { body, used: false })
+        entries.set(urlPath, { body, used: false })
         bytes += body.bytes.length + ENTRY_OVERHEAD_BYTES
         evict()
       }
@@ -83,6 +99,7 @@ export function createStaticCache(maxBytes: number): StaticCache {
     clear() {
       entries.clear()
       bytes = 0
+      generation++
     },
     get size() {
       return entries.size

@@ -41,7 +41,7 @@ export function serveStaticFastPath(ctx: ShimContext, cacheControl: string, req:
   if (url === undefined || !PLAIN_API_PATH.test(url)) return false
   const { cache, limiter } = ctx
   if (cache.get === undefined || limiter.consumeNow === undefined) return false
-  const body = cache.get(`${ctx.release.dir}/public${url}.json`)
+  const body = cache.get(url)
   if (body === undefined) return false
   const decision = limiter.consumeNow(readClientKey(req, ctx.trustedProxies))
   if (!decision.allowed) {

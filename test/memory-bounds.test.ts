@@ -3,7 +3,7 @@
  * against CACHE_BYTES, and the shim refuses to start with a heap limit too small for its cache.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -15,18 +15,53 @@ const MB = 1024 * 1024
 describe('static cache bound', () => {
   it('counts every entry with its overhead, so tiny bodies cannot grow the heap past CACHE_BYTES', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cache-bound-'))
+    mkdirSync(path.join(dir, 'public/api/v1'), { recursive: true })
     const files = Array.from({ length: 50 }, (_, i) => {
-      const file = path.join(dir, `${i}.json`)
-      writeFileSync(file, '{"data":[]}')
-      return file
+      writeFileSync(path.join(dir, `public/api/v1/${i}.json`), '{"data":[]}')
+      return `/api/v1/${i}`
     })
     // Room for 10 entries of 11 bytes each with their overhead, not for 50 bare bodies of 11 bytes.
     const cache = createStaticCache(10 * (11 + ENTRY_OVERHEAD_BYTES))
-    for (const file of files) expect((await cache.read(file))?.bytes.toString()).toBe('{"data":[]}')
+    for (const file of files) expect((await cache.read(dir, file))?.bytes.toString()).toBe('{"data":[]}')
     expect(cache.size).toBe(10)
     // The newest entries are the ones kept (CLOCK: none of the older ones was hit again).
     expect(cache.get!(files[49]!)?.bytes.toString()).toBe('{"data":[]}')
     expect(cache.get!(files[0]!)).toBeUndefined()
+  })
+})
+
+describe('static cache keys', () => {
+  /** Two release folders holding different bodies under the same request path. */
+  const twoReleases = (): { a: string; b: string } => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'cache-gen-'))
+    for (const name of ['a', 'b']) {
+      mkdirSync(path.join(root, name, 'public/api/v1/projects'), { recursive: true })
+      writeFileSync(path.join(root, name, 'public/api/v1/projects/x.json'), `{"data":"${name}"}`)
+    }
+    return { a: path.join(root, 'a'), b: path.join(root, 'b') }
+  }
+
+  it('are request paths of the live release: after clear() the same path reads the new release', async () => {
+    const { a, b } = twoReleases()
+    const cache = createStaticCache(1024 * 1024)
+    expect((await cache.read(a, '/api/v1/projects/x'))?.bytes.toString()).toBe('{"data":"a"}')
+    expect(cache.get!('/api/v1/projects/x')?.bytes.toString()).toBe('{"data":"a"}')
+    cache.clear()
+    expect(cache.get!('/api/v1/projects/x')).toBeUndefined()
+    expect((await cache.read(b, '/api/v1/projects/x'))?.bytes.toString()).toBe('{"data":"b"}')
+    expect(cache.get!('/api/v1/projects/x')?.bytes.toString()).toBe('{"data":"b"}')
+    expect(await cache.read(b, '/api/v1/projects/none')).toBeNull()
+  })
+
+  it('do not keep a body read from a release that stopped being live while the read was in flight', async () => {
+    const { a, b } = twoReleases()
+    const cache = createStaticCache(1024 * 1024)
+    const inFlight = cache.read(a, '/api/v1/projects/x')
+    cache.clear() // the swap happens while the old release's file is being read
+    expect((await inFlight)?.bytes.toString()).toBe('{"data":"a"}')
+    expect(cache.size).toBe(0)
+    expect(cache.get!('/api/v1/projects/x')).toBeUndefined()
+    expect((await cache.read(b, '/api/v1/projects/x'))?.bytes.toString()).toBe('{"data":"b"}')
   })
 })
 
