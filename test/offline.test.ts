@@ -107,14 +107,17 @@ describe('offline snapshot', () => {
   })
 
   it('answers static and dynamic requests exactly as the origin does', async () => {
-    const sha1 = (await (await origin.get('/projects/sodium/versions')).json()).data[0].files[0].sha1 as string
-    const paths = ['/projects/sodium', '/projects/SODIUM', '/projects?q=sodium', '/search?q=fabric&limit=5', `/version-files/${sha1}`, '/projects/sodium/versions', '/projects/sodium/versions?limit=2', '/statistics', '/projects/nope']
+    const files = (await (await origin.get('/projects/sodium/versions')).json()).data.flatMap((v: { files: { sha1: string; sha256: string }[] }) => v.files)
+    const sha1 = files[0].sha1 as string
+    const bulk = `/version-files?hashes=${[sha1.toUpperCase(), files[1].sha256, '0'.repeat(40), sha1].join(',')}`
+    const paths = ['/projects/sodium', '/projects/SODIUM', '/projects?q=sodium', '/search?q=fabric&limit=5', `/version-files/${sha1}`, bulk, '/projects/sodium/versions', '/projects/sodium/versions?limit=2', '/statistics', '/projects/nope']
     for (const p of paths) {
       const [a, b] = await Promise.all([origin.get(p), offline.get(p)])
       expect(b.status, p).toBe(a.status)
       const [ta, tb] = [await a.text(), await b.text()]
       if (a.status === 200) {
         expect(tb, p).toBe(ta)
+        if (p === bulk) expect(Object.keys(JSON.parse(tb).data), p).toEqual([sha1, files[1].sha256])
         expect(b.headers.get('etag'), p).toBe(a.headers.get('etag'))
       } else expect(JSON.parse(tb).error.code).toBe(JSON.parse(ta).error.code)
     }
