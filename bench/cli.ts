@@ -142,7 +142,7 @@ const results = serveResultsSchema.parse({
       `The shim runs as \`npm run serve\` does (compiled by tsc, plain node --max-old-space-size=${shimHeapMb()} .out/shim/cli.js, node:http${options.shimNodeArgs.length > 0 ? `, plus ${options.shimNodeArgs.join(' ')}` : ''}) with RATE_LIMIT raised to 1e9: the limiter still runs on every request.`,
       `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; every server is warmed by at least one full pass over the URL list (runs of ${options.warmupSeconds} s) before measuring.`,
       'nginx: 1 worker, try_files $uri.json, open_file_cache (10,000 entries, under the 20,000 open-file limit here), sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
-      `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency; the shim has no result cache, every request runs its SQLite query.`,
+      `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency; the shim has no result cache: bulk-hashes splices the pre-rendered single lookups (through the static cache, CACHE_BYTES), every other request runs its SQLite query.`,
       ...skippedNotes,
     ],
   },

@@ -1,7 +1,8 @@
 /**
  * Dynamic endpoints of the shim: each workload at each concurrency, every request distinct within
- * a cycle of the list. The shim has no result cache (every request is one SQLite query batch), so
- * there is nothing to switch off or on; a cycle of the list repeats after `distinct` requests.
+ * a cycle of the list. The shim has no result cache (each request is one SQLite query batch, or for
+ * bulk-hashes the pre-rendered single lookups read through the static cache), so there is nothing
+ * to switch off or on; a cycle of the list repeats after `distinct` requests.
  */
 import { compareServers, type CompareOptions } from './compare.ts'
 import type { DynamicWorkload } from './dynamic-urls.ts'
