@@ -10,6 +10,7 @@ import type { ManifestEntry } from '../release/formats.ts'
 import { hashFile } from '../release/hash-file.ts'
 import { fileUrl } from '../release/manifest.ts'
 import { linkOrCopy } from '../release/writer.ts'
+import type { Pool } from '../publish/pool.ts'
 import { downloadTo, VerifyError, type FetchSettings } from './fetch.ts'
 
 /** State of a sync across shards. */
@@ -20,8 +21,8 @@ export interface PlaceContext {
   oldStagingDir: string | null
   /** Live local release, or null. */
   localDir: string | null
-  concurrency: number
-  inFlight: Set<Promise<void>>
+  /** Bounded downloads in flight (build/publish/pool.ts); a download's failure is listed in `failures`, never thrown, so one failure does not stop the others. */
+  downloads: Pool
   /** Folders of the staging tree known to exist. */
   madeDirs: Set<string>
   counts: { placed: number; linked: number; resumed: number; downloaded: number; bytes: number }
@@ -55,11 +56,6 @@ export async function placeShard(ctx: PlaceContext, entries: ManifestEntry[], be
   }
 }
 
-/** Waits for the downloads still in flight. */
-export async function drainDownloads(ctx: PlaceContext): Promise<void> {
-  await Promise.all(ctx.inFlight)
-}
-
 /** Whether `file` holds the entry: same inode as the verified local file, or same size and hash. */
 async function isInPlace(file: string, e: ManifestEntry, source: string | null): Promise<boolean> {
   const st = statSync(file, { throwIfNoEntry: false })
@@ -72,9 +68,8 @@ async function isInPlace(file: string, e: ManifestEntry, source: string | null):
   return false
 }
 
-async function startDownload(ctx: PlaceContext, e: ManifestEntry, target: string): Promise<void> {
-  while (ctx.inFlight.size >= ctx.concurrency) await Promise.race(ctx.inFlight)
-  const task = (async () => {
+function startDownload(ctx: PlaceContext, e: ManifestEntry, target: string): Promise<void> {
+  return ctx.downloads.run(async () => {
     try {
       ctx.counts.bytes += await downloadWithOneRetry(ctx.settings, e, target)
       stampContentMtime(target, e.sha256)
@@ -83,9 +78,7 @@ async function startDownload(ctx: PlaceContext, e: ManifestEntry, target: string
     } catch (err) {
       ctx.failures.push(err instanceof Error ? err.message : String(err))
     }
-  })()
-  ctx.inFlight.add(task)
-  void task.finally(() => ctx.inFlight.delete(task))
+  })
 }
 
 /** A mismatch is tried once more: the origin may have been switching releases at that instant. */

@@ -8,6 +8,7 @@
 import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
+import { createPool } from '../publish/pool.ts'
 import { manifestIndexSchema, pointerSchema, type FileRef, type ManifestEntry, type Pointer } from '../release/formats.ts'
 import { hashFile } from '../release/hash-file.ts'
 import { changeFile, formatEntry, hashBytes, indexFile, joinShard, listShards, MIRROR_DIR, parseShard, readGzipText, shardFile, type Change } from '../release/manifest.ts'
@@ -15,7 +16,7 @@ import { linkOrCopy } from '../release/writer.ts'
 import { downloadTo, fetchBytes, VerifyError, type FetchSettings } from './fetch.ts'
 import { fetchChangeFile, loadFeedChanges, type FeedChanges } from './feed.ts'
 import { prepareStaging, publishStaging, readLocalRelease, takeMirrorLock, type LocalRelease } from './local.ts'
-import { drainDownloads, placeShard, type PlaceContext } from './place.ts'
+import { placeShard, type PlaceContext } from './place.ts'
 
 /** Options of a sync (README, "Mirrors and snapshots"). */
 export interface MirrorOptions {
@@ -100,8 +101,7 @@ async function syncOnce(options: MirrorOptions, settings: FetchSettings, seen: {
     stagingDir: staging.dir,
     oldStagingDir: staging.oldDir,
     localDir: local?.dir ?? null,
-    concurrency: options.concurrency,
-    inFlight: new Set(),
+    downloads: createPool(options.concurrency),
     madeDirs: new Set(),
     counts: { placed: 0, linked: 0, resumed: 0, downloaded: 0, bytes: 0 },
     failures: [],
@@ -123,7 +123,7 @@ async function syncOnce(options: MirrorOptions, settings: FetchSettings, seen: {
       log(`… shard ${i + 1}/256: ${ctx.counts.placed}/${pointer.files} files in place, ${ctx.counts.downloaded} downloaded (${(ctx.counts.bytes / 1e6).toFixed(1)} MB)`)
     }
   }
-  await drainDownloads(ctx)
+  await ctx.downloads.drain()
   await placeExtras(options, settings, pointer, local, feed, staging.dir, ctx)
   if (ctx.failures.length > 0) {
     const now = await fetchPointer(settings)

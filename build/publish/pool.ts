@@ -1,7 +1,8 @@
 /**
- * Bounded concurrency for uploads and deletes: at most `size` tasks in flight; the first failure
- * stops new tasks from starting and is rethrown by drain(), after the tasks in flight settled (so
- * no request is still running when the publish reports its error).
+ * Bounded concurrency for uploads and deletes (publish) and downloads (mirror sync): at most `size`
+ * tasks in flight; the first failure stops new tasks from starting and is rethrown by drain(), after
+ * the tasks in flight settled (so no request is still running when the publish reports its error).
+ * A caller that must go on past failures (the mirror lists them all) catches inside its tasks.
  */
 
 /** A bounded set of running tasks. */
