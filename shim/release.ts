@@ -65,6 +65,7 @@ export function createSnapshotStatic(release: Release): StaticCache {
       return row ? createBody(Buffer.from(row.body)) : null
     },
     clear() {},
+    generation: 0,
     size: 0,
   }
 }

@@ -2,10 +2,11 @@
  * Writing responses: the headers every response carries (CORS, expose list, rate limit, request
  * id), bodies with their ETag and conditional 304s, and the error envelope of SPEC.md §7.
  */
-import { randomUUID } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { H3Event } from 'h3'
 import type { Body } from '../build/render/body.ts'
+import { contentEtag } from '../build/render/etag.ts'
 import { JSON_CONTENT_TYPE } from '../build/static-paths.ts'
 
 /** Headers a browser may read (none of them is CORS-safelisted). */
@@ -60,6 +61,34 @@ export function matchesIfNoneMatch(header: string | undefined, etag: string): bo
 
 /** Sends a body (200, or an empty 304 when If-None-Match matches; no body for HEAD). */
 export function sendBody(event: H3Event, body: Body, cacheControl: string, contentType = JSON_TYPE): void {
+  sendBodyParts(event, { etag: body.etag, length: body.bytes.length, parts: [body.bytes] }, cacheControl, contentType)
+}
+
+/** A body sent as the concatenation of its parts, never concatenated in memory. */
+export interface BodyParts {
+  etag: string
+  length: number
+  parts: readonly Buffer[]
+}
+
+/**
+ * Wraps parts (e.g. slices of cached bodies) with the ETag their concatenation would have
+ * (createBody's), hashed part by part: a 100 KB answer assembled from cached bytes allocates no
+ * 100 KB buffer per request (at 800 requests/s those buffers alone held 60 MB of RSS between
+ * collections: bench/results/PROFILE.md).
+ */
+export function createBodyParts(parts: readonly Buffer[]): BodyParts {
+  const hash = createHash('sha256')
+  let length = 0
+  for (const part of parts) {
+    hash.update(part)
+    length += part.length
+  }
+  return { etag: contentEtag(hash.digest(), length), length, parts }
+}
+
+/** Sends body parts as sendBody sends a body: the same headers, one corked write of every part. */
+export function sendBodyParts(event: H3Event, body: BodyParts, cacheControl: string, contentType = JSON_TYPE): void {
   const { req, res } = event.node
   res.setHeader('ETag', body.etag)
   res.setHeader('Cache-Control', cacheControl)
@@ -70,8 +99,19 @@ export function sendBody(event: H3Event, body: Body, cacheControl: string, conte
   }
   res.statusCode = 200
   res.setHeader('Content-Type', contentType)
-  res.setHeader('Content-Length', body.bytes.length)
-  res.end(req.method === 'HEAD' ? undefined : body.bytes)
+  res.setHeader('Content-Length', body.length)
+  if (req.method === 'HEAD' || body.parts.length === 0) {
+    res.end()
+    return
+  }
+  if (body.parts.length === 1) {
+    res.end(body.parts[0])
+    return
+  }
+  // end() uncorks: the headers and every part leave in one writev.
+  res.cork()
+  for (const part of body.parts) res.write(part)
+  res.end()
 }
 
 /**

@@ -15,13 +15,16 @@ import { readFile } from 'node:fs/promises'
 import { createBody, type Body } from '../build/render/body.ts'
 
 /**
- * What an entry costs beside its body's bytes: the key (a path of about 100 characters), the Map
- * slot, the entry, the Body, its ETag string and the Buffer object. Counted against the bound, so
- * the JavaScript heap the cache holds stays within CACHE_BYTES even when the cache is full of
- * tiny bodies (`{"data":[]}` under thousands of URLs): the shim's heap limit relies on it
- * (shim/heap.ts).
+ * What an entry costs beside its body's bytes, in RSS: the key, the Map slot, the entry, the Body,
+ * its ETag string and the Buffer (about 600 bytes of JavaScript heap), and the buffer's backing
+ * store outside the heap (its C++ objects and malloc's overhead). Measured by filling a cache with
+ * 100,000 bodies of 1,100 bytes and 40,000 of 2,300: RSS grew by the body plus 1,210 and 1,550
+ * bytes per entry (`node --expose-gc`, after two full collections). Counted against the bound, so
+ * CACHE_BYTES bounds the memory the cache holds, not just its bodies, even when it is full of tiny
+ * bodies (`{"data":[]}` under thousands of URLs, or single hash lookups kept by the bulk lookup);
+ * the shim's heap limit relies on it (shim/heap.ts).
  */
-export const ENTRY_OVERHEAD_BYTES = 400
+export const ENTRY_OVERHEAD_BYTES = 1200
 
 /** A bounded in-memory store of the pre-rendered bodies of the live release, by request path. */
 export interface StaticCache {
@@ -29,8 +32,16 @@ export interface StaticCache {
   get?(urlPath: string): Body | undefined
   /** The body of a request path in the release folder `releaseDir` (its `public<path>.json`), or null when there is no such file. */
   read(releaseDir: string, urlPath: string): Promise<Body | null>
-  /** Forgets every body (a new release went live). */
+  /**
+   * Keeps a body the caller made with exactly the bytes of urlPath's file (e.g. a single hash lookup
+   * rendered from the catalog) — unless `generation` is no longer live (a swap happened while it was
+   * being made). Optional like get.
+   */
+  put?(urlPath: string, body: Body, generation: number): void
+  /** Forgets every body (a new release went live) and starts a new generation. */
   clear(): void
+  /** The live generation: read it before making a body for put(). */
+  readonly generation: number
   readonly size: number
 }
 
@@ -69,8 +80,25 @@ export function createStaticCache(maxBytes: number): StaticCache {
     entry.used = true
     return entry.body
   }
+  /** Keeps body under urlPath unless made in another generation; the entry kept is the one returned. */
+  const store = (urlPath: string, body: Body, madeIn: number): Body => {
+    // Made from a release that is no longer live: answer with it, keep nothing under its path.
+    if (madeIn !== generation) return body
+    // Another request may have made the same body meanwhile: keep one entry, count its bytes once.
+    const raced = get(urlPath)
+    if (raced) return raced
+    if (body.bytes.length + ENTRY_OVERHEAD_BYTES <= maxBytes) {
+      entries.set(urlPath, { body, used: false })
+      bytes += body.bytes.length + ENTRY_OVERHEAD_BYTES
+      evict()
+    }
+    return body
+  }
   return {
     get,
+    put(urlPath, body, madeIn) {
+      store(urlPath, body, madeIn)
+    },
     async read(releaseDir, urlPath) {
       const hit = get(urlPath)
       if (hit) return hit
@@ -83,23 +111,15 @@ export function createStaticCache(maxBytes: number): StaticCache {
         if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENAMETOOLONG') return null
         throw err
       }
-      const body = createBody(bytesRead)
-      // Read from a release that is no longer live: answer this request, keep nothing under its path.
-      if (started !== generation) return body
-      // Another request may have read the same file meanwhile: keep one entry, count its bytes once.
-      const raced = get(urlPath)
-      if (raced) return raced
-      if (body.bytes.length + ENTRY_OVERHEAD_BYTES <= maxBytes) {
-        entries.set(urlPath, { body, used: false })
-        bytes += body.bytes.length + ENTRY_OVERHEAD_BYTES
-        evict()
-      }
-      return body
+      return store(urlPath, createBody(bytesRead), started)
     },
     clear() {
       entries.clear()
       bytes = 0
       generation++
+    },
+    get generation() {
+      return generation
     },
     get size() {
       return entries.size

@@ -1,8 +1,7 @@
 /**
- * The SQL of the version endpoints: filtered, paged lists of a project's versions, bulk reads by id
- * and update matching (bulk hash lookups splice the pre-rendered single lookups instead:
- * routes/version-files.ts). Every user value is a bound parameter (lists as one JSON array); the
- * SQL text is fixed. Versions are ordered by `rank` only (0 = newest by DESIGN's one ordering),
+ * The SQL of the version endpoints: filtered, paged lists of a project's versions, bulk reads by id,
+ * hash lookups and update matching. Every user value is a bound parameter (lists as one JSON array);
+ * the SQL text is fixed. Versions are ordered by `rank` only (0 = newest by DESIGN's one ordering),
  * so the list, hash lookups and update matching cannot disagree on what "newest" means.
  */
 import type { Db, SqlValue } from '../build/db/sqlite.ts'
@@ -72,6 +71,21 @@ export async function listVersionsByIds(db: Db, ids: readonly string[]): Promise
 const OWNER_SQL = `coalesce(
     (SELECT f.project_id FROM files f WHERE f.sha256 = r.value LIMIT 1),
     (SELECT f.project_id FROM files f WHERE f.sha1 = r.value LIMIT 1))`
+
+/**
+ * Finds, for each hash, the newest version containing that file (the same rule the build uses to
+ * pre-render `/version-files/{hash}`); unknown hashes are left out, the request order is kept.
+ */
+export async function findVersionsByHashes(db: Db, hashes: readonly string[]): Promise<HashMatch[]> {
+  const rows = await db.all<{ hash: string; json: string | null }>(
+    `SELECT r.value AS hash, coalesce(
+       (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha256 = r.value ORDER BY v.rank LIMIT 1),
+       (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha1 = r.value ORDER BY v.rank LIMIT 1)) AS json
+     FROM json_each($hashes) r ORDER BY r.key`,
+    { $hashes: JSON.stringify(hashes) },
+  )
+  return presentMatches(rows)
+}
 
 /**
  * Update matching for each hash: the newest version of the file's own project that matches every

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { createBody } from '../build/render/body.ts'
 import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, versionsByHashSchema, type Version } from '../build/schema/api.ts'
 import { expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer, type VersionFilters } from './harness.ts'
 
@@ -151,6 +152,43 @@ describe('GET /version-files?hashes=', () => {
     const bulk = await (await server.get(`/version-files?hashes=${encodeURIComponent(JSON.stringify([one, one.toUpperCase()]))}`)).text()
     expect(bulk).toBe(`{"data":{"${one}":${single.slice('{"data":'.length, -1)}}}`)
     expect(byHashSchema.parse(await json(await server.get(`/version-files?hashes=${'2'.repeat(64)}`))).data).toEqual({})
+  })
+
+  it('answers the same bytes whether the single lookups are in the static cache or found by SQL, and keeps exact file bytes', async () => {
+    const hashes = [...byHash.keys()].slice(0, 100)
+    const url = `/version-files?hashes=${hashes.join(',')}`
+    const { cache, release } = server.ctx
+    const single = (h: string): string => `/api/v1/version-files/${h}`
+    cache.clear()
+    const cold = await (await server.get(url)).text()
+    expect(Object.keys(byHashSchema.parse(JSON.parse(cold)).data)).toEqual(hashes)
+    // What SQL found was kept under each single lookup's path: the exact bytes of its pre-rendered file.
+    for (const h of hashes) expect(cache.get!(single(h))?.bytes.toString(), h).toBe(readFileSync(path.join(release.dir, `public${single(h)}.json`), 'utf8'))
+    const warm = await server.get(url)
+    expect(await warm.text()).toBe(cold)
+    // Sent in parts, described as one body: its length, the ETag of its bytes, HEAD and 304 alike.
+    expect(warm.headers.get('content-length')).toBe(String(Buffer.byteLength(cold)))
+    expect(warm.headers.get('etag')).toBe(createBody(Buffer.from(cold)).etag)
+    const head = await server.get(url, { method: 'HEAD' })
+    expect([head.status, head.headers.get('content-length'), await head.text()]).toEqual([200, String(Buffer.byteLength(cold)), ''])
+    const notModified = await server.get(url, { headers: { 'If-None-Match': warm.headers.get('etag')! } })
+    expect([notModified.status, await notModified.text()]).toEqual([304, ''])
+    // Half the single lookups read from their files, half found by SQL: spliced together, the same bytes.
+    cache.clear()
+    for (const h of hashes.filter((_, i) => i % 2 === 0)) await cache.read(release.dir, single(h))
+    expect(cache.get!(single(hashes[1]!))).toBeUndefined()
+    expect(await (await server.get(url)).text()).toBe(cold)
+  })
+
+  it('keeps nothing found for a release that stopped being live during the lookup', async () => {
+    const { cache } = server.ctx
+    const hash = [...byHash.keys()][0]!
+    cache.clear()
+    const stale = cache.generation
+    cache.clear()
+    cache.put!(`/api/v1/version-files/${hash}`, { bytes: Buffer.from('{"data":{}}'), etag: '"x"' }, stale)
+    expect(cache.get!(`/api/v1/version-files/${hash}`)).toBeUndefined()
+    expect(cache.size).toBe(0)
   })
 
   it('422s name the bad parameter', async () => {
