@@ -15,6 +15,8 @@ export interface DynamicWorkload {
   description: string
   listFile: string
   distinct: number
+  /** Answered partly from the shim's static cache (bulk-hashes): measured again with CACHE_BYTES=0. */
+  usesStaticCache?: boolean
 }
 
 /** Writes the request lists of every dynamic endpoint (`perEndpoint` distinct requests each). */
@@ -61,7 +63,7 @@ export async function createDynamicWorkloads(releaseDir: string, workDir: string
     return Object.entries(lists).map(([name, { description, lines }]) => {
       const listFile = path.join(workDir, `dynamic-${name}.tsv`)
       writeFileSync(listFile, lines.map((l) => `${API_PREFIX}${l}`).join('\n') + '\n')
-      return { name, description, listFile, distinct: new Set(lines).size }
+      return { name, description, listFile, distinct: new Set(lines).size, usesStaticCache: name === 'bulk-hashes' }
     })
   } finally {
     await db.close()
