@@ -7,59 +7,37 @@
  * 0, mode 0644 and no user names, and gzip's header without a time — the same data gives the same
  * bytes (the release's time is in release.json). Written by hand (60 lines) because node-tar 7.5's
  * pack stalled on this tree's hard links.
- *
- * Compressed on both cores: the tar stream is cut into chunks of WRITE_CHUNK (cut where the entries
- * fall, so at the same places for the same data) and each chunk is deflated on zlib's thread pool
- * as its own gzip member, up to IN_FLIGHT at a time, written in order. A gzip file of several
- * members is one .gz (RFC 1952 §2.2): gunzip, `tar -xzf` and Node's gunzip read it as one stream.
  */
-import { open } from 'node:fs/promises'
-import { readFileSync, renameSync, rmSync } from 'node:fs'
+import { once } from 'node:events'
+import { createWriteStream, readFileSync, renameSync, rmSync } from 'node:fs'
 import path from 'node:path'
-import { promisify } from 'node:util'
-import { gzip as gzipCallback } from 'node:zlib'
+import { finished } from 'node:stream/promises'
+import { createGzip } from 'node:zlib'
 import { contentMtime } from '../render/etag.ts'
 import { readBodyOrder } from './body-order.ts'
 
 const WRITE_CHUNK = 1 << 20
-/**
- * Members deflating at once on libuv's pool of 4 threads: one is left for SQLite's queries, since
- * the snapshot is written at the same time (seal.ts).
- */
-const IN_FLIGHT = 3
-const gzip = promisify(gzipCallback)
 
-/**
- * Writes `target` holding `public/api` of the release, in the order of the list `orderFile`;
- * `chunkBytes` of tar per gzip member (tests make it small to get many members).
- */
-export async function writeArchive(releaseDir: string, orderFile: string, target: string, chunkBytes = WRITE_CHUNK): Promise<void> {
+/** Writes `target` holding `public/api` of the release, in the order of the list `orderFile`. */
+export async function writeArchive(releaseDir: string, orderFile: string, target: string): Promise<void> {
   const tmp = `${target}.tmp`
-  const out = await open(tmp, 'w')
-  // Members in tar order; the oldest is written as soon as IN_FLIGHT are deflating.
-  const members: Promise<Buffer>[] = []
-  const writeOldest = async (): Promise<void> => {
-    const member = await members.shift()!
-    await out.write(member)
-  }
-  // Entries are a few hundred bytes: gathered into WRITE_CHUNK before they are deflated.
+  // Level 1: 2–3× faster than 6 on this tree (which is mostly tar headers) for an archive ≈ 25% larger.
+  const gzip = createGzip({ level: 1 })
+  const out = gzip.pipe(createWriteStream(tmp))
+  // Entries are a few hundred bytes: handed to gzip 1 MB at a time, not one stream write (and one
+  // zlib call) per 512-byte header. Same bytes out.
   let queued: Buffer[] = []
   let queuedBytes = 0
   const flush = async (): Promise<void> => {
-    if (queuedBytes === 0) return
-    // Level 1: 2–3× faster than 6 on this tree (which is mostly tar headers) for an archive ≈ 25% larger.
-    const member = gzip(Buffer.concat(queued, queuedBytes), { level: 1 })
-    // Awaited in order by writeOldest; marked handled so that an earlier failure leaves no rejection.
-    member.catch(() => {})
-    members.push(member)
+    const chunk = Buffer.concat(queued, queuedBytes)
     queued = []
     queuedBytes = 0
-    if (members.length >= IN_FLIGHT) await writeOldest()
+    if (!gzip.write(chunk)) await once(gzip, 'drain')
   }
   const push = async (chunk: Buffer): Promise<void> => {
     queued.push(chunk)
     queuedBytes += chunk.length
-    if (queuedBytes >= chunkBytes) await flush()
+    if (queuedBytes >= WRITE_CHUNK) await flush()
   }
   try {
     let last: { sha256: string; name: string } | null = null
@@ -75,13 +53,11 @@ export async function writeArchive(releaseDir: string, orderFile: string, target
       if (body.length % 512 !== 0) await push(Buffer.alloc(512 - (body.length % 512)))
       last = { sha256, name }
     }
-    // The end-of-archive marker goes into the last member.
-    await push(Buffer.alloc(1024))
     await flush()
-    while (members.length > 0) await writeOldest()
-    await out.close()
+    gzip.end(Buffer.alloc(1024))
+    await finished(out)
   } catch (err) {
-    await out.close().catch(() => {})
+    gzip.destroy()
     rmSync(tmp, { force: true })
     throw err
   }
