@@ -1,32 +1,20 @@
 /**
  * The build on both cores (issue 7): records parsed in the load worker give the same staging, the
  * same problems (file, path, message, in the same order) and the same release bytes as records
- * parsed on the main thread; the archive is a valid multi-member gzip, byte-identical from run to run.
+ * parsed on the main thread.
  */
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { gunzipSync } from 'node:zlib'
 import { afterAll, describe, expect, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
 import { runBuild } from '../build/index.ts'
 import { createLoadPool } from '../build/load-pool.ts'
 import { parseRecordChunk } from '../build/load-records.ts'
-import { writeArchive } from '../build/release/archive.ts'
-import { removeBodyOrder, writeBodyOrder } from '../build/release/body-order.ts'
-import { hashBytes } from '../build/release/manifest.ts'
 import { buildRelease, copySampleData } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'both-cores-test-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
-
-/** Every `1f 8b 08` gzip member header (ID1, ID2, CM = deflate, no flags, no time) in a file. */
-function countMembers(bytes: Buffer): number {
-  let n = 0
-  for (let i = bytes.indexOf(Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0])); i >= 0; i = bytes.indexOf(Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0]), i + 1)) n++
-  return n
-}
 
 describe('load worker', () => {
   it('reports a record problem found in the worker with its file and path, as the main thread does', async () => {
@@ -78,30 +66,5 @@ describe('load worker', () => {
     const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorker: false })
     for (const key of ['manifest', 'catalog', 'snapshot', 'archive'] as const) expect(a.pointer[key], key).toEqual(b.pointer[key])
     expect(a.pointer.files).toBeGreaterThan(500)
-  })
-})
-
-describe('archive in gzip members', () => {
-  it('is one valid .gz of many members that tar reads, the same bytes on every run', async () => {
-    const data = copySampleData(path.join(root, 'archive'))
-    const { releaseDir, pointer } = await buildRelease(data, path.join(root, 'archive/dist'))
-    const order = await writeBodyOrder(releaseDir)
-    try {
-      const small = [path.join(root, 'small-1.tar.gz'), path.join(root, 'small-2.tar.gz')]
-      for (const file of small) await writeArchive(releaseDir, order, file, 16 << 10)
-      const bytes = readFileSync(small[0]!)
-      expect(hashBytes(readFileSync(small[1]!))).toBe(hashBytes(bytes))
-      expect(countMembers(bytes)).toBeGreaterThan(10)
-      execFileSync('gzip', ['-t', small[0]!])
-      // The same tar stream as the release's archive, cut differently.
-      const released = readFileSync(path.join(releaseDir, 'public', pointer.archive!.path))
-      expect(hashBytes(gunzipSync(bytes))).toBe(hashBytes(gunzipSync(released)))
-      const listing = execFileSync('tar', ['-tzf', small[0]!]).toString().trim().split('\n')
-      const names = readFileSync(path.join(releaseDir, 'manifest.tsv'), 'utf8').split('\n').filter((l) => l.startsWith('public/api/'))
-      expect(listing.length).toBe(names.length)
-      expect(listing).toContain('public/api/v1/projects/sodium.json')
-    } finally {
-      removeBodyOrder(order)
-    }
   })
 })
