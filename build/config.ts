@@ -27,6 +27,7 @@ export function resolveBuildOptions(
     keepReleases: overrides.keepReleases ?? (Number.isInteger(keep) && keep > 0 ? keep : buildDefaults.keepReleases),
     countersFile: overrides.countersFile !== undefined ? overrides.countersFile : path.resolve(env.COUNTERS_FILE ?? path.join(distDir, 'counters.sqlite')),
     sourceRevision: overrides.sourceRevision ?? env.SOURCE_REVISION ?? null,
+    loadWorker: overrides.loadWorker ?? env.BUILD_LOAD_WORKER !== '0',
     release: resolveReleaseOptions(overrides.release, env),
     log: overrides.log ?? ((line) => process.stderr.write(line + '\n')),
   }

@@ -21,6 +21,8 @@ export interface BuildOptions {
   countersFile: string | null
   /** Source revision recorded in the release (e.g. a git commit); null: the data folder's git HEAD, if any. */
   sourceRevision: string | null
+  /** Parse half of the source records in a second process (load-pool.ts), on the second core. */
+  loadWorker: boolean
   /** Snapshot, archive and feed retention of the release. */
   release: ReleaseOptions
   /** Print progress and the summary line. */

@@ -42,6 +42,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
+  let catalogReady: Promise<void> | null = null
   try {
     await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingSchema}`)
     const counts = await loadSource(ctx)
@@ -68,12 +69,17 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await writeVersionFiles(db, writer)
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
-    // Compacted into a new file and renamed over: VACUUM in place would write the whole database
-    // twice (to a temporary copy, then back through the journal).
     await db.exec(`PRAGMA optimize`)
-    await db.run(`VACUUM INTO ?`, [`${catalogFile}.compact`])
-    await db.close()
-    renameSync(`${catalogFile}.compact`, catalogFile)
+    // Compacted into a new file and renamed over: VACUUM in place would write the whole database
+    // twice (to a temporary copy, then back through the journal). It runs on SQLite's thread while
+    // sealing writes the manifest on this one; sealRelease waits for it before it touches the catalog.
+    catalogReady = (async () => {
+      await db.run(`VACUUM INTO ?`, [`${catalogFile}.compact`])
+      await db.close()
+      renameSync(`${catalogFile}.compact`, catalogFile)
+    })()
+    // Awaited by sealRelease, or below when the build fails first.
+    catalogReady.catch(() => {})
     await staging.close()
     rmSync(stagingFile, { force: true })
     const stats = writer.finish()
@@ -86,6 +92,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       id: pending.id,
       sourceRevision: resolveSourceRevision(options.sourceRevision, options.dataDir),
       stats,
+      catalogReady,
       options: options.release,
       log,
     })
@@ -98,6 +105,8 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     )
     return { ok: true, release, changes, releaseDir, seconds }
   } catch (err) {
+    // The compaction must not write into a release folder being removed.
+    await catalogReady?.catch(() => {})
     await staging.close().catch(() => {})
     abortRelease(options.distDir, pending)
     if (err instanceof CatalogError) return { ok: false, problems: err.problems }

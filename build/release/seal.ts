@@ -32,6 +32,8 @@ export interface SealInput {
   id: string
   sourceRevision: string | null
   stats: WriteStats
+  /** Resolves when `catalog.sqlite` is complete (it is compacted while the manifest is written). */
+  catalogReady?: Promise<void> | null
   options: ReleaseOptions
   log: (line: string) => void
 }
@@ -61,7 +63,6 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   const cpu = process.cpuUsage()
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
-  linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
   // The two sorts of manifest.tsv for the snapshot and the archive (body-order.ts) run as child
   // processes while this thread hashes the catalog and writes the mirror manifest.
   const orders = Promise.all([
@@ -79,13 +80,15 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   let feed: ReturnType<typeof writeFeed>
   const previous = before?.serial ?? null
   try {
-    catalog = await seal(catalogName, before?.catalog)
-    // Both names stay one inode (the shim opens catalog.sqlite, mirrors fetch /mirror/catalog.sqlite).
-    replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
-
     sealed = writeManifest(releaseDir, previousDir, { serial, id })
     input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
+
+    await input.catalogReady
+    linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
+    catalog = await seal(catalogName, before?.catalog)
+    // Both names stay one inode (the shim opens catalog.sqlite, mirrors fetch /mirror/catalog.sqlite).
+    replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
     ;[bodyOrder, pathOrder] = await orders
     const catalogSha256 = catalog.sha256
 

@@ -10,6 +10,7 @@ import type { Author, ProjectSummary, Version } from '../schema/api.ts'
 import type { SourceProject } from '../schema/source.ts'
 import { apiFile } from '../static-paths.ts'
 import type { ReleaseWriter } from '../release/writer.ts'
+import { prefetchBatches } from './prefetch.ts'
 
 const BATCH = 500
 /** Default page size of paginated lists (SPEC §4). */
@@ -17,38 +18,40 @@ export const DEFAULT_LIMIT = 20
 
 /** Writes every project's static files. */
 export async function writeProjectFiles(db: Db, maps: CatalogMaps, writer: ReleaseWriter): Promise<void> {
-  let last = 0
-  for (;;) {
-    const projects = await db.all<{ rowid: number; id: string; slug: string; summary_json: string; source_json: string }>(
+  type ProjectRow = { rowid: number; id: string; slug: string; summary_json: string; source_json: string }
+  const batches = prefetchBatches(0, async (last: number) => {
+    const projects = await db.all<ProjectRow>(
       `SELECT rowid, id, slug, summary_json, source_json FROM projects WHERE rowid > ? ORDER BY rowid LIMIT ${BATCH}`,
       [last],
     )
-    if (projects.length === 0) return
-    last = projects[projects.length - 1]!.rowid
+    if (projects.length === 0) return null
     const ids = JSON.stringify(projects.map((p) => p.id))
-    const members = groupBy(
-      await db.all<{ project_id: string; user_id: string; role: string }>(
+    // Queued together: SQLite's thread runs them back to back.
+    const [members, firstPages, totals, deps] = await Promise.all([
+      db.all<{ project_id: string; user_id: string; role: string }>(
         `SELECT project_id, user_id, role FROM project_members WHERE project_id IN (SELECT value FROM json_each(?)) ORDER BY project_id, position`,
         [ids],
       ),
-      (r) => r.project_id,
-    )
-    const firstPages = groupBy(
-      await db.all<{ project_id: string; json: string }>(
+      db.all<{ project_id: string; json: string }>(
         `SELECT project_id, json FROM versions WHERE project_id IN (SELECT value FROM json_each(?)) AND rank < ${DEFAULT_LIMIT} ORDER BY project_id, rank`,
         [ids],
       ),
-      (r) => r.project_id,
-    )
-    const totals = new Map(
-      (
-        await db.all<{ project_id: string; n: number }>(
-          `SELECT project_id, count(*) AS n FROM versions WHERE project_id IN (SELECT value FROM json_each(?)) GROUP BY project_id`,
-          [ids],
-        )
-      ).map((r) => [r.project_id, r.n]),
-    )
-    const deps = await listDependencies(db, ids)
+      db.all<{ project_id: string; n: number }>(
+        `SELECT project_id, count(*) AS n FROM versions WHERE project_id IN (SELECT value FROM json_each(?)) GROUP BY project_id`,
+        [ids],
+      ),
+      listDependencies(db, ids),
+    ])
+    const batch = {
+      projects,
+      members: groupBy(members, (r) => r.project_id),
+      firstPages: groupBy(firstPages, (r) => r.project_id),
+      totals: new Map(totals.map((r) => [r.project_id, r.n])),
+      deps,
+    }
+    return { batch, next: projects[projects.length - 1]!.rowid }
+  })
+  for await (const { projects, members, firstPages, totals, deps } of batches) {
     for (const p of projects) {
       const source = JSON.parse(p.source_json) as SourceProject
       const summary = JSON.parse(p.summary_json) as ProjectSummary
@@ -78,20 +81,22 @@ export async function writeProjectFiles(db: Db, maps: CatalogMaps, writer: Relea
  */
 export async function listDependencies(db: Db, projectIds: string): Promise<Map<string, { projects: string[]; versions: string[] }>> {
   const out = new Map<string, { projects: string[]; versions: string[] }>()
-  const projectRows = await db.all<{ owner: string; json: string }>(
-    `SELECT DISTINCT v.project_id AS owner, p.summary_json AS json, p.downloads, p.id
+  const [projectRows, versionRows] = await Promise.all([
+    db.all<{ owner: string; json: string }>(
+      `SELECT DISTINCT v.project_id AS owner, p.summary_json AS json, p.downloads, p.id
      FROM dependencies d JOIN versions v ON v.id = d.version_id JOIN projects p ON p.id = d.project_id
      WHERE v.project_id IN (SELECT value FROM json_each(?)) AND d.type IN ('required', 'optional', 'embedded')
      ORDER BY owner, p.downloads DESC, p.id`,
-    [projectIds],
-  )
-  const versionRows = await db.all<{ owner: string; json: string }>(
-    `SELECT DISTINCT v.project_id AS owner, w.json, w.published_at, w.created_at, w.id
+      [projectIds],
+    ),
+    db.all<{ owner: string; json: string }>(
+      `SELECT DISTINCT v.project_id AS owner, w.json, w.published_at, w.created_at, w.id
      FROM dependencies d JOIN versions v ON v.id = d.version_id JOIN versions w ON w.id = d.dep_version_id
      WHERE v.project_id IN (SELECT value FROM json_each(?)) AND d.type IN ('required', 'optional', 'embedded')
      ORDER BY owner, w.published_at DESC, w.created_at DESC, w.id`,
-    [projectIds],
-  )
+      [projectIds],
+    ),
+  ])
   const entry = (owner: string): { projects: string[]; versions: string[] } => {
     let e = out.get(owner)
     if (!e) out.set(owner, (e = { projects: [], versions: [] }))

@@ -3,6 +3,7 @@ import type { Db } from '../db/sqlite.ts'
 import { renderRawBody, renderRawListBody } from '../render/body.ts'
 import type { ReleaseWriter } from '../release/writer.ts'
 import { apiFile } from '../static-paths.ts'
+import { prefetchBatches } from './prefetch.ts'
 import { groupBy } from './projects.ts'
 
 const BATCH = 2000
@@ -16,18 +17,19 @@ export const userProjectsSql = `
 
 /** Writes every user's static files. */
 export async function writeUserFiles(db: Db, writer: ReleaseWriter): Promise<void> {
-  let last = ''
-  for (;;) {
+  const batches = prefetchBatches('', async (last: string) => {
     const users = await db.all<{ id: string; username: string; profile_json: string }>(
       `SELECT id, username, profile_json FROM users WHERE id > ? ORDER BY id LIMIT ${BATCH}`,
       [last],
     )
-    if (users.length === 0) return
-    last = users[users.length - 1]!.id
+    if (users.length === 0) return null
     const projects = groupBy(
       await db.all<{ user_id: string; json: string }>(userProjectsSql, [JSON.stringify(users.map((u) => u.id))]),
       (r) => r.user_id,
     )
+    return { batch: { users, projects }, next: users[users.length - 1]!.id }
+  })
+  for await (const { users, projects } of batches) {
     for (const u of users) {
       writer.write([apiFile(`/users/${u.username}`), apiFile(`/users/${u.id}`)], renderRawBody(u.profile_json).bytes)
       const list = renderRawListBody((projects.get(u.id) ?? []).map((r) => r.json)).bytes

@@ -9,6 +9,7 @@ import type { Db } from '../db/sqlite.ts'
 import { renderRawBody } from '../render/body.ts'
 import type { ReleaseWriter } from '../release/writer.ts'
 import { apiFile } from '../static-paths.ts'
+import { prefetchBatches } from './prefetch.ts'
 
 const BATCH = 2000
 
@@ -25,17 +26,18 @@ export async function writeVersionFiles(db: Db, writer: ReleaseWriter): Promise<
       ) WHERE rn = 1;
     CREATE INDEX temp.hash_owner_version ON hash_owner(version_id);
   `)
-  let last = 0
-  for (;;) {
-    const rows = await db.all<{ rowid: number; id: string; number: string; project_id: string; slug: string; json: string; hashes: string }>(
+  type Row = { rowid: number; id: string; number: string; project_id: string; slug: string; json: string; hashes: string }
+  const batches = prefetchBatches(0, async (last: number) => {
+    const rows = await db.all<Row>(
       `SELECT v.rowid, v.id, v.version_number AS number, v.project_id, p.slug, v.json,
          (SELECT json_group_array(hash) FROM hash_owner h WHERE h.version_id = v.id) AS hashes
        FROM versions v JOIN projects p ON p.id = v.project_id
        WHERE v.rowid > ? ORDER BY v.rowid LIMIT ${BATCH}`,
       [last],
     )
-    if (rows.length === 0) break
-    last = rows[rows.length - 1]!.rowid
+    return rows.length === 0 ? null : { batch: rows, next: rows[rows.length - 1]!.rowid }
+  })
+  for await (const rows of batches) {
     for (const r of rows) {
       const names = [
         apiFile(`/versions/${r.id}`),
