@@ -35,14 +35,26 @@ export interface StaticCache {
   /**
    * Keeps a body the caller made with exactly the bytes of urlPath's file (e.g. a single hash lookup
    * rendered from the catalog) — unless `generation` is no longer live (a swap happened while it was
-   * being made). Optional like get.
+   * being made). Returns the body to answer with (the one kept). Optional like get.
    */
-  put?(urlPath: string, body: Body, generation: number): void
+  put?(urlPath: string, body: Body, generation: number): Body
   /** Forgets every body (a new release went live) and starts a new generation. */
   clear(): void
   /** The live generation: read it before making a body for put(). */
   readonly generation: number
   readonly size: number
+}
+
+/**
+ * The body with bytes of their own: a small Buffer.from() is a slice of an 8 KB pool slab, which a
+ * cache entry would keep alive whole while counting only the slice (CACHE_BYTES would not bound it).
+ * Bodies read from files already own theirs.
+ */
+function ownBytes(body: Body): Body {
+  if (body.bytes.byteOffset === 0 && body.bytes.buffer.byteLength === body.bytes.length) return body
+  const bytes = Buffer.allocUnsafeSlow(body.bytes.length)
+  body.bytes.copy(bytes)
+  return { bytes, etag: body.etag }
 }
 
 /** The file of a request path (`/api/v1/...`) in a release folder. */
@@ -87,18 +99,16 @@ export function createStaticCache(maxBytes: number): StaticCache {
     // Another request may have made the same body meanwhile: keep one entry, count its bytes once.
     const raced = get(urlPath)
     if (raced) return raced
-    if (body.bytes.length + ENTRY_OVERHEAD_BYTES <= maxBytes) {
-      entries.set(urlPath, { body, used: false })
-      bytes += body.bytes.length + ENTRY_OVERHEAD_BYTES
-      evict()
-    }
-    return body
+    if (body.bytes.length + ENTRY_OVERHEAD_BYTES > maxBytes) return body
+    const kept = ownBytes(body)
+    entries.set(urlPath, { body: kept, used: false })
+    bytes += kept.bytes.length + ENTRY_OVERHEAD_BYTES
+    evict()
+    return kept
   }
   return {
     get,
-    put(urlPath, body, madeIn) {
-      store(urlPath, body, madeIn)
-    },
+    put: store,
     async read(releaseDir, urlPath) {
       const hit = get(urlPath)
       if (hit) return hit

@@ -55,13 +55,8 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
     for (const [i, hash] of hashes.entries()) {
       const json = versions[i] === undefined ? found.get(hash) : undefined
       if (json === undefined) continue
-      // Its own exact-size buffer: a small Buffer.from() is a slice of an 8 KB pool slab, which the
-      // cache entry would keep alive whole while counting only the slice (CACHE_BYTES would not bound it).
-      const text = `{"data":${json}}`
-      const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text))
-      bytes.write(text)
-      const body = createBody(bytes)
-      cache.put?.(`/api/v1/version-files/${hash}`, body, generation)
+      const rendered = renderRawBody(json)
+      const body = cache.put?.(`/api/v1/version-files/${hash}`, rendered, generation) ?? rendered
       versions[i] = dataOf(body, ctx.release.id, hash)
     }
   }
