@@ -56,7 +56,7 @@ export function createLoadPool(dataDir: string): LoadPool {
     }
   })
   child.on('error', (err) => failAll(err))
-  child.on('exit', (code, signal) => failAll(new Error(`load worker exited (${signal ?? code})`)))
+  child.on('exit', (code, signal) => failAll(new Error(`load worker exited (${signal ?? code}); BUILD_LOAD_WORKER=0 builds on the main thread alone`)))
   return {
     get busy() {
       return waiting.size
