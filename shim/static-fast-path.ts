@@ -1,7 +1,8 @@
 /**
  * The static fast path, in the node listener before h3: a GET/HEAD of a plain pre-rendered path
  * whose body is in memory, from a client the in-memory limiter lets through, is answered here with
- * exactly the headers and bytes the h3 app would send (writeBodyWithHeaders, shared with it). It
+ * exactly the headers and bytes the h3 app would send (writeBodyWithHeaders): the head is built as
+ * one string (raw-head.ts) where Node would add only Date and keep-alive, else through writeHead. It
  * skips what h3 does per request (an event object, path decoding, a chain of awaits): with the
  * limiter's promise, about 2 µs of JavaScript per static read in the profile
  * (bench/results/PROFILE.md). Everything else goes to the app: misses, other methods, query
@@ -12,7 +13,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { readClientKey } from './client-ip.ts'
 import type { ShimContext } from './context.ts'
 import type { RateDecision } from './rate-limit.ts'
-import { EXPOSED_HEADERS, writeBodyWithHeaders } from './respond.ts'
+import { isValidHeaderValue, setRawHead } from './raw-head.ts'
+import { EXPOSED_HEADERS, JSON_TYPE, matchesIfNoneMatch, writeBodyWithHeaders } from './respond.ts'
 
 /**
  * A request target that maps to a file without parseRequestTarget: /api/v1/ and one or more
@@ -22,6 +24,14 @@ import { EXPOSED_HEADERS, writeBodyWithHeaders } from './respond.ts'
  * public/api/v1/<path>.json).
  */
 export const PLAIN_API_PATH = /^\/api\/v1(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254})+$/
+
+/** The head's first lines, the same on every response. */
+const CORS_LINES = `Access-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: ${EXPOSED_HEADERS}\r\n`
+const JSON_TYPE_LINE = `Content-Type: ${JSON_TYPE}\r\n`
+
+/** The Cache-Control value last checked for the raw head (configuration: checked once, not per request). */
+let checkedCacheControl = ''
+let cacheControlIsValid = false
 
 /** Decisions already taken by the fast path for requests it handed to the app (refusals): the app must not count them twice. */
 const decided = new WeakMap<IncomingMessage, RateDecision>()
@@ -48,14 +58,33 @@ export function serveStaticFastPath(ctx: ShimContext, cacheControl: string, req:
     decided.set(req, decision)
     return false
   }
-  // The order of setCommonHeaders: CORS, rate limit, request id (then writeBodyWithHeaders adds the rest).
+  const requestId = randomUUID()
+  const matched = matchesIfNoneMatch(req.headers['if-none-match'], body.etag)
+  // The order of setCommonHeaders (CORS, rate limit, request id), then writeBodyWithHeaders's.
+  const lines =
+    `${CORS_LINES}X-Ratelimit-Limit: ${decision.limit}\r\nX-Ratelimit-Remaining: ${decision.remaining}\r\nX-Ratelimit-Reset: ${decision.resetEpochSeconds}\r\n` +
+    `X-Request-Id: ${requestId}\r\nETag: ${body.etag}\r\nCache-Control: ${cacheControl}\r\n`
+  if (cacheControl !== checkedCacheControl) {
+    checkedCacheControl = cacheControl
+    cacheControlIsValid = isValidHeaderValue(cacheControl)
+  }
+  if (cacheControlIsValid) {
+    if (matched && setRawHead(res, 304, lines, 0)) {
+      res.end()
+      return true
+    }
+    if (!matched && setRawHead(res, 200, `${lines}${JSON_TYPE_LINE}`, body.bytes.length)) {
+      res.end(method === 'HEAD' ? undefined : body.bytes)
+      return true
+    }
+  }
   const headers = [
     'Access-Control-Allow-Origin', '*',
     'Access-Control-Expose-Headers', EXPOSED_HEADERS,
     'X-Ratelimit-Limit', String(decision.limit),
     'X-Ratelimit-Remaining', String(decision.remaining),
     'X-Ratelimit-Reset', String(decision.resetEpochSeconds),
-    'X-Request-Id', randomUUID(),
+    'X-Request-Id', requestId,
   ]
   writeBodyWithHeaders(req, res, headers, body, cacheControl)
   return true
