@@ -102,7 +102,7 @@ try {
     }
   }
   if (dynamicWorkloads.length > 0) {
-    const dynamic = await runDynamic(shim, dynamicWorkloads, { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, log, peakRss })
+    const dynamic = await runDynamic(shim, dynamicWorkloads, { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, warmupSeconds: options.warmupSeconds, log, peakRss })
     scenarios.push(...dynamic.scenarios)
     skippedNotes.push(...dynamic.skipped)
   }
@@ -117,7 +117,7 @@ try {
     const off = await runDynamic(
       cold,
       cached.map((w) => ({ ...w, name: `${w.name}-cache-off`, description: `${w.description}; static cache off (CACHE_BYTES=0)` })),
-      { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, log, peakRss },
+      { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, warmupSeconds: options.warmupSeconds, log, peakRss },
     )
     scenarios.push(...off.scenarios)
     skippedNotes.push(...off.skipped)
@@ -157,7 +157,7 @@ const results = serveResultsSchema.parse({
       `The shim runs as \`npm run serve\` does (compiled by tsc, plain node --max-old-space-size=${shimHeapMb()} .out/shim/cli.js, node:http${options.shimNodeArgs.length > 0 ? `, plus ${options.shimNodeArgs.join(' ')}` : ''}) with RATE_LIMIT raised to 1e9: the limiter still runs on every request.`,
       `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; every server is warmed by at least one full pass over the URL list (runs of ${options.warmupSeconds} s) before measuring.`,
       'nginx: 1 worker, try_files $uri.json, open_file_cache (10,000 entries, under the 20,000 open-file limit here), sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
-      `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency; bulk-hashes splices single lookups kept in the static cache (CACHE_BYTES) and finds the rest in one SQL batch, so it is measured again on a shim with CACHE_BYTES=0 ("cache-off" rows); every other request runs its SQLite query.`,
+      `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency, after one pass over each workload's list (warm-up, as for the static servers); bulk-hashes splices single lookups kept in the static cache (CACHE_BYTES) and finds the rest in one SQL batch, so it is measured again on a shim with CACHE_BYTES=0 ("cache-off" rows); every other request runs its SQLite query.`,
       ...skippedNotes,
     ],
   },

@@ -1,17 +1,20 @@
 /**
  * Dynamic endpoints of the shim: each workload at each concurrency, every request distinct within
- * a cycle of the list. The shim has no result cache (each request is one SQLite query batch, or for
- * bulk-hashes the pre-rendered single lookups read through the static cache), so there is nothing
- * to switch off or on; a cycle of the list repeats after `distinct` requests.
+ * a cycle of the list (a cycle repeats after `distinct` requests). The shim keeps no results of
+ * queries: each request is one SQLite query batch, except bulk-hashes, which splices the
+ * pre-rendered single lookups held in the static cache (measured again with that cache off, in
+ * cli.ts). Each workload is first warmed by one pass over its list, as the static servers are, so
+ * a run measures a serving process and not the page cache left cold by a build.
  */
 import { compareServers, type CompareOptions } from './compare.ts'
 import type { DynamicWorkload } from './dynamic-urls.ts'
 import type { Scenario } from './results-schema.ts'
 import type { ServerHandle } from './servers.ts'
+import { runWrk } from './wrk.ts'
 import { readFileSync } from 'node:fs'
 
 /** Settings of the dynamic runs. */
-export type DynamicOptions = Omit<CompareOptions, 'ifNoneMatch' | 'baseline' | 'connections'> & { concurrencies: number[] }
+export type DynamicOptions = Omit<CompareOptions, 'ifNoneMatch' | 'baseline' | 'connections'> & { concurrencies: number[]; warmupSeconds: number }
 
 /** Runs every workload at every concurrency against the shim. */
 export async function runDynamic(shim: ServerHandle, workloads: readonly DynamicWorkload[], options: DynamicOptions): Promise<{ scenarios: Scenario[]; skipped: string[] }> {
@@ -25,6 +28,7 @@ export async function runDynamic(shim: ServerHandle, workloads: readonly Dynamic
       skipped.push(`${w.name} not measured: ${problem}`)
       continue
     }
+    await warmUp(shim, w, options)
     for (const connections of options.concurrencies) {
       const name = `${w.name}-c${connections}`
       options.log(`${name}:`)
@@ -33,6 +37,21 @@ export async function runDynamic(shim: ServerHandle, workloads: readonly Dynamic
     }
   }
   return { scenarios, skipped }
+}
+
+/** Longest warm-up per workload: a workload too slow to pass over its list in this time is measured as it is. */
+const MAX_WARMUP_SECONDS = 60
+
+/** One pass over the workload's list at the highest concurrency (runs of warmupSeconds, continuing where the last stopped). */
+async function warmUp(shim: ServerHandle, w: DynamicWorkload, options: DynamicOptions): Promise<void> {
+  const connections = Math.max(...options.concurrencies)
+  let requests = 0
+  for (let seconds = 0; requests < w.distinct && seconds < MAX_WARMUP_SECONDS; seconds += options.warmupSeconds) {
+    const run = await runWrk({ port: shim.port, listFile: w.listFile, ifNoneMatch: false, connections, durationSeconds: options.warmupSeconds, offset: requests })
+    if (run.errors > 0) throw new Error(`${w.name}: ${run.errors} errors during warm-up (${run.badStatus} bad statuses)`)
+    requests += run.requests
+  }
+  options.log(`  warm-up ${w.name}: ${requests} requests (${w.distinct} distinct)`)
 }
 
 /** Before load: the first requests of the list must answer 200 (a 4xx/5xx run would measure errors). */
