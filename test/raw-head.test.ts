@@ -188,4 +188,21 @@ describe('the shim fast path on a kept-alive socket', () => {
     if (hasBody) expect(JSON.parse(fromFastPath.body.toString('utf8')).data.slug).toBe('sodium')
     wire.socket.destroy()
   })
+
+  it('answers pipelined requests in order, each with its own head and body', async () => {
+    const wire = await openWire(Number(new URL(server.shimOrigin).port))
+    const paths = ['/api/v1/projects/sodium', '/api/v1/categories', '/api/v1/projects/sodium']
+    for (const p of paths) await wire.send(get(p))
+    const answers: WireResponse[] = []
+    // All three requests in one write: Node queues the later responses until the earlier ones finish.
+    answers.push(await wire.send(paths.map((p) => get(p)).join('')))
+    answers.push(await wire.send(''))
+    answers.push(await wire.send(''))
+    expect(JSON.parse(answers[0]!.body.toString('utf8')).data.slug).toBe('sodium')
+    expect(Array.isArray(JSON.parse(answers[1]!.body.toString('utf8')).data)).toBe(true)
+    expect(answers[2]!.body.equals(answers[0]!.body)).toBe(true)
+    for (const a of answers) expect(a.head).toMatch(/^HTTP\/1\.1 200 OK\r\n[\s\S]*\r\nConnection: keep-alive\r\n/)
+    expect(new Set(answers.map((a) => /X-Request-Id: (\S+)/.exec(a.head)?.[1])).size).toBe(3)
+    wire.socket.destroy()
+  })
 })
