@@ -5,6 +5,7 @@
  * build disconnects.
  */
 import { z } from 'zod'
+import { readPeakRssBytes } from './cpu.ts'
 import { parseRecordChunk, recordKinds, type RecordKindName } from './load-records.ts'
 
 const requestSchema = z.object({
@@ -19,7 +20,7 @@ process.on('message', (message) => {
   try {
     const chunk = parseRecordChunk(request.kind, request.dataDir, request.files)
     const usage = process.resourceUsage()
-    process.send!({ id: request.id, chunk, maxRss: usage.maxRSS * 1024, cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6 })
+    process.send!({ id: request.id, chunk, maxRss: readPeakRssBytes(), cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6 })
   } catch (err) {
     process.send!({ id: request.id, error: String((err as Error).stack ?? err) })
   }

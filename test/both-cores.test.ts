@@ -1,9 +1,10 @@
 /**
  * The build on both cores (issue 7): records parsed in the load worker give the same staging, the
  * same problems (file, path, message, in the same order) and the same release bytes as records
- * parsed on the main thread.
+ * parsed on the main thread; the archive written by the archive worker is the same bytes, and a
+ * failing worker says why.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -11,6 +12,8 @@ import { resolveBuildOptions } from '../build/config.ts'
 import { runBuild } from '../build/index.ts'
 import { createLoadPool } from '../build/load-pool.ts'
 import { parseRecordChunk } from '../build/load-records.ts'
+import { writeArchiveInChild } from '../build/release/archive-child.ts'
+import { resolveReleaseOptions } from '../build/release/options.ts'
 import { buildRelease, copySampleData } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'both-cores-test-'))
@@ -60,11 +63,25 @@ describe('load worker', () => {
     expect(withWorker).toEqual(await run(false))
   })
 
-  it('writes the same release bytes with and without the worker', async () => {
+  it('writes the same release bytes with and without the load and archive workers', async () => {
     const data = copySampleData(path.join(root, 'same'))
-    const a = await buildRelease(data, path.join(root, 'same/dist-worker'), { loadWorker: true })
-    const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorker: false })
+    const logs: string[] = []
+    const a = await buildRelease(data, path.join(root, 'same/dist-worker'), { loadWorker: true, release: resolveReleaseOptions({ archiveWorker: true }), log: (l) => logs.push(l) })
+    const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorker: false, release: resolveReleaseOptions({ archiveWorker: false }) })
     for (const key of ['manifest', 'catalog', 'snapshot', 'archive'] as const) expect(a.pointer[key], key).toEqual(b.pointer[key])
+    expect(a.pointer.archive?.size).toBeGreaterThan(10_000)
     expect(a.pointer.files).toBeGreaterThan(500)
+    expect(logs.some((l) => /^The archive worker used [\d.]+s of CPU, peak RSS \d+ MB$/.test(l))).toBe(true)
+  })
+})
+
+describe('archive worker', () => {
+  it('fails with the reason and the way to do without it, leaving no file behind', async () => {
+    const dir = mkdtempSync(path.join(root, 'archive-fail-'))
+    const target = path.join(dir, 'tree.tar.gz')
+    const failed = writeArchiveInChild(dir, path.join(dir, 'no-such-order-file'), target)
+    await expect(failed).rejects.toThrow(/archive worker exited \(1\); BUILD_ARCHIVE_WORKER=0[\s\S]*ENOENT[\s\S]*no-such-order-file/)
+    expect(existsSync(target)).toBe(false)
+    expect(existsSync(`${target}.tmp`)).toBe(false)
   })
 })

@@ -10,6 +10,8 @@ export interface ReleaseOptions {
   archive: boolean
   /** Change files kept in the feed (FEED_RETENTION). */
   feedRetention: number
+  /** Write the archive in a second process, on the second core (BUILD_ARCHIVE_WORKER=0: in the build's own). */
+  archiveWorker: boolean
 }
 
 /** Resolves release options from overrides and an environment map (README, "Configuration"). */
@@ -19,6 +21,7 @@ export function resolveReleaseOptions(overrides: Partial<ReleaseOptions> = {}, e
     snapshot: overrides.snapshot ?? env.RELEASE_SNAPSHOT !== '0',
     archive: overrides.archive ?? env.RELEASE_ARCHIVE !== '0',
     feedRetention: overrides.feedRetention ?? (Number.isInteger(retention) && retention > 0 ? retention : DEFAULT_FEED_RETENTION),
+    archiveWorker: overrides.archiveWorker ?? env.BUILD_ARCHIVE_WORKER !== '0',
   }
 }
 

@@ -13,6 +13,7 @@ import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFil
 import path from 'node:path'
 import { formatCpu } from '../cpu.ts'
 import { writeArchive } from './archive.ts'
+import { writeArchiveInChild } from './archive-child.ts'
 import { removeBodyOrder, writeBodyOrder, writePathOrder } from './body-order.ts'
 import { stampContentMtime } from './content-mtime.ts'
 import { writeFeed, readPointer } from './feed.ts'
@@ -92,8 +93,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     ;[bodyOrder, pathOrder] = await orders
     const catalogSha256 = catalog.sha256
 
-    // The snapshot and the archive at the same time: each waits on its own thread (SQLite's
-    // inserts, zlib's deflate) for much of its time, and this thread fills the other meanwhile.
+    // The snapshot and the archive at the same time: the archive in a second process (its reads
+    // and tar framing on the second core), the snapshot here, waiting on SQLite's thread meanwhile.
     const snapshotTask = async (): Promise<FileRef | null> => {
       if (!input.options.snapshot) return null
       const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
@@ -105,7 +106,12 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const archiveTask = async (): Promise<FileRef | null> => {
       if (!input.options.archive) return null
       const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
-      await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name))
+      if (input.options.archiveWorker) {
+        const usage = await writeArchiveInChild(releaseDir, bodyOrder!, path.join(releaseDir, name))
+        input.log(`The archive worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
+      } else {
+        await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name))
+      }
       const ref = await seal(name, before?.archive)
       input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
       return ref
