@@ -33,6 +33,7 @@ export function renderBuildMarkdown(r: BuildResults): string {
   row('wall time', (x) => `${fmt(x.wallSeconds, 1)} s`)
   row('CPU time (user + system)', (x) => `${fmt(x.cpuSeconds, 1)} s`)
   row('peak RSS (VmHWM)', (x) => `${fmt(x.peakRssMb)} MB`)
+  row('peak RSS with worker processes (summed, 200 ms samples)', (x) => (x.peakTreeRssMb ? `${fmt(x.peakTreeRssMb)} MB` : '–'))
   row('names (files and links) in the release', (x) => fmt(x.files))
   row('distinct bodies / written by this build', (x) => `${fmt(x.bodies)} / ${fmt(x.bodiesWritten)}`)
   row('bytes of distinct bodies', (x) => `${fmt(x.bodyBytes / 1e6)} MB`)

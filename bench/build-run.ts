@@ -1,12 +1,12 @@
 /**
  * Runs one `npm run build` as a child process and measures it: wall time, CPU (user + system of
  * the process and its waited-for children, from /proc/<pid>/stat), peak RSS (VmHWM, sampled every
- * 200 ms: it only grows), the phases from its progress lines, and the release it produced.
+ * 200 ms: it only grows) and the largest sampled RSS of the build and its worker processes together, the phases from its progress lines, and the release it produced.
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync, realpathSync, statSync } from 'node:fs'
 import path from 'node:path'
-import { readMemoryMb } from './proc.ts'
+import { readMemoryMb, readTreeRssMb } from './proc.ts'
 import type { BuildRun, Phases } from './build-schema.ts'
 
 /** What to build. */
@@ -51,7 +51,9 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
   })
   let cpu = 0
   let peak = 0
+  let treePeak = 0
   const sample = (): void => {
+    treePeak = Math.max(treePeak, readTreeRssMb(child.pid!) ?? 0)
     cpu = readCpuWithChildren(child.pid!) ?? cpu
     // An exited, not yet reaped process has no VmHWM line (NaN): keep the last figure.
     const hwm = readMemoryMb(child.pid!)?.peakMb ?? Number.NaN
@@ -91,6 +93,7 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
     wallSeconds,
     cpuSeconds: cpu,
     peakRssMb: peak,
+    peakTreeRssMb: treePeak,
     phases: phases.wall,
     phasesCpu: phases.cpu,
     release: pointer.id,

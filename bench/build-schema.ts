@@ -26,6 +26,8 @@ export const buildRunSchema = z.object({
   cpuSeconds: z.number(),
   /** VmHWM of the build process. */
   peakRssMb: z.number(),
+  /** Largest sum of VmRSS over the build process and its descendants (workers, sort), sampled every 200 ms; 0 in results from before it was measured. */
+  peakTreeRssMb: z.number().default(0),
   phases: phasesSchema,
   /** CPU seconds (user + system, all threads) of each phase, from the same lines. */
   phasesCpu: phasesSchema,

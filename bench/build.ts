@@ -85,7 +85,8 @@ if (!values['skip-incremental']) {
 function saveResults(): void {
   const full = runs[0]!
   const incremental = runs.find((r) => r.kind === 'incremental')
-  const peak = Math.max(...runs.map((r) => r.peakRssMb))
+  // The build's own peak, or the build and its workers together when that was larger.
+  const peak = Math.max(...runs.map((r) => Math.max(r.peakRssMb, r.peakTreeRssMb)))
   const sizeNote = counts.projects >= 95_000 ? '' : ` (measured at ${counts.projects.toLocaleString('en')} published projects; the goal is for the 100,000-project catalog)`
   // The goals are for the large catalog: a smaller run decides one only when it already misses it.
   const full100k = counts.projects >= 95_000
@@ -94,7 +95,7 @@ function saveResults(): void {
     ...(incremental
       ? [{ goal: `rebuild after a ${values.mutate}% change < 60 s`, measured: `${incremental.wallSeconds.toFixed(0)} s wall, ${incremental.cpuSeconds.toFixed(0)} s CPU${sizeNote}`, met: incremental.wallSeconds < 60, decided: full100k || incremental.wallSeconds >= 60 }]
       : []),
-    { goal: 'peak memory of the build < 2 GB', measured: `${peak.toFixed(0)} MB (VmHWM)${sizeNote}`, met: peak < 2048, decided: full100k || peak >= 2048 },
+    { goal: 'peak memory of the build < 2 GB', measured: `${peak.toFixed(0)} MB (the build and its worker processes together)${sizeNote}`, met: peak < 2048, decided: full100k || peak >= 2048 },
   ]
   const results: BuildResults = {
     date: new Date().toISOString(),

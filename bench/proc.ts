@@ -46,3 +46,16 @@ export function listChildPids(pid: number): number[] {
     return []
   }
 }
+
+/**
+ * Resident memory of a process and all its descendants, summed (MB): a build with worker
+ * processes holds all of it at once. Sampled, so a peak between two samples can be missed.
+ */
+export function readTreeRssMb(pid: number): number | null {
+  const own = readMemoryMb(pid)
+  // An exited, not yet reaped process has no VmRSS line (NaN).
+  if (!own || !Number.isFinite(own.rssMb)) return null
+  let total = own.rssMb
+  for (const child of listChildPids(pid)) total += readTreeRssMb(child) ?? 0
+  return total
+}
