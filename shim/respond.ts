@@ -50,6 +50,8 @@ export function setCommonHeaders(event: H3Event, rateLimit: number): void {
  */
 export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
   if (!header) return false
+  // The common case (a client sending back the one ETag it got) without splitting the header.
+  if (header === etag) return true
   const opaque = etag.startsWith('W/') ? etag.slice(2) : etag
   for (const raw of header.split(',')) {
     const tag = raw.trim()
