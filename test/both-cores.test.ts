@@ -1,9 +1,10 @@
 /**
  * The build on both cores (issue 7): records parsed in the load worker give the same staging, the
  * same problems (file, path, message, in the same order) and the same release bytes as records
- * parsed on the main thread.
+ * parsed on the main thread; a release tree written by the write process is byte-identical to one
+ * written on the main thread, and a write process that fails fails the build without publishing.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -11,7 +12,8 @@ import { resolveBuildOptions } from '../build/config.ts'
 import { runBuild } from '../build/index.ts'
 import { createLoadPool } from '../build/load-pool.ts'
 import { parseRecordChunk } from '../build/load-records.ts'
-import { buildRelease, copySampleData } from './harness.ts'
+import { createWritePool } from '../build/release/write-pool.ts'
+import { buildRelease, copySampleData, editSummary } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'both-cores-test-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -66,5 +68,62 @@ describe('load worker', () => {
     const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorker: false })
     for (const key of ['manifest', 'catalog', 'snapshot', 'archive'] as const) expect(a.pointer[key], key).toEqual(b.pointer[key])
     expect(a.pointer.files).toBeGreaterThan(500)
+  })
+})
+
+describe('write process', () => {
+  it('writes the same tree, manifest and release bytes as the main thread', async () => {
+    const data = copySampleData(path.join(root, 'write'))
+    const a = await buildRelease(data, path.join(root, 'write/dist-worker'), { writeWorker: true })
+    const b = await buildRelease(data, path.join(root, 'write/dist-main'), { writeWorker: false })
+    for (const key of ['manifest', 'catalog', 'snapshot', 'archive'] as const) expect(a.pointer[key], key).toEqual(b.pointer[key])
+    // manifest.tsv is in write order: the same order, not only the same set.
+    const manifest = readFileSync(path.join(a.releaseDir, 'manifest.tsv'), 'utf8')
+    expect(manifest).toBe(readFileSync(path.join(b.releaseDir, 'manifest.tsv'), 'utf8'))
+    const lines = manifest.trimEnd().split('\n')
+    expect(lines.length).toBeGreaterThan(500)
+    for (const line of lines) {
+      const [name, , size] = line.split('\t') as [string, string, string]
+      const bytes = readFileSync(path.join(a.releaseDir, name))
+      expect(bytes.equals(readFileSync(path.join(b.releaseDir, name))), name).toBe(true)
+      expect(bytes.length).toBe(Number(size))
+      // The content mtime (nginx's ETag) is the same under both.
+      expect(statSync(path.join(a.releaseDir, name)).mtimeMs).toBe(statSync(path.join(b.releaseDir, name)).mtimeMs)
+    }
+  })
+
+  it('fails the build with the write process error and publishes nothing', async () => {
+    const data = copySampleData(path.join(root, 'fail'))
+    const dist = path.join(root, 'fail/dist')
+    const first = await buildRelease(data, dist, { writeWorker: true })
+    editSummary(data, 'sodium', 'A new body to write')
+    // The content store made a file: the write process cannot store the new body (ENOTDIR).
+    rmSync(path.join(dist, 'store'), { recursive: true })
+    writeFileSync(path.join(dist, 'store'), '')
+    const build = buildRelease(data, dist, { writeWorker: true })
+    await expect(build).rejects.toThrow(/^write process: .*(ENOTDIR|EEXIST).*; BUILD_WRITE_WORKER=0 writes the release on the main thread alone$/)
+    expect(path.resolve(dist, readlinkSync(path.join(dist, 'current')))).toBe(first.releaseDir)
+    expect(readdirSync(path.join(dist, 'releases'))).toEqual([path.basename(first.releaseDir)])
+    // The lock was released and nothing was left behind: the next build publishes.
+    rmSync(path.join(dist, 'store'))
+    const next = await buildRelease(data, dist, { writeWorker: true })
+    expect(next.pointer.serial).toBe(first.pointer.serial + 1)
+  })
+
+  it('fails every later call when the write process dies', async () => {
+    const dir = mkdtempSync(path.join(root, 'killed-'))
+    const pool = createWritePool(dir, () => {}, null)
+    try {
+      pool.write(['public/api/v1/a.json', 'public/api/v1/b.json'], Buffer.from('{"data":1}'))
+      await pool.drain()
+      process.kill(pool.pid!, 'SIGKILL')
+      const message = /^write process exited \(SIGKILL\); BUILD_WRITE_WORKER=0 writes the release on the main thread alone$/
+      await expect(pool.finish()).rejects.toThrow(message)
+      expect(() => pool.write(['public/api/v1/c.json'], Buffer.from('{}'))).toThrow(message)
+      await expect(pool.drain()).rejects.toThrow(message)
+    } finally {
+      await pool.close()
+    }
+    expect(existsSync(path.join(dir, '.complete'))).toBe(false)
   })
 })
