@@ -1,34 +1,36 @@
 /**
- * The write process seen from the build: one child process (write-worker.ts under vite-node, as
- * the load worker) that owns the release writer, so the tree's system calls (open, write, link,
- * stat, mkdir, utimes: most of the render phase on one thread, BUILD-PROFILE.md) run on the second
- * core while this thread queries SQLite and renders. Writes go in batches of about BATCH_BYTES in
- * write order; at most IN_FLIGHT batches are unanswered when drain() resolves, so the bytes queued
- * stay bounded whatever the catalog size. A failed batch or a dead process fails every later call
- * with a message naming BUILD_WRITE_WORKER=0, the way to write on the main thread instead.
+ * The release writer on both cores: the tree's system calls (open, write, link, stat, mkdir,
+ * utimes: most of the render phase on one thread, BUILD-PROFILE.md) go in batches of about
+ * BATCH_BYTES to a write process (write-worker.ts under vite-node, as the load worker) while this
+ * thread queries SQLite and renders. When the process already has IN_FLIGHT batches unanswered,
+ * this thread applies the next batch itself, so both cores write when rendering is the lighter part
+ * and the bytes queued stay bounded (≈ 4 MB) whatever the catalog size. Each body's SHA-256 and its
+ * manifest lines are recorded here, in write order, whoever writes its files (write-sink.ts). A
+ * failed batch or a dead process fails every later call with a message naming BUILD_WRITE_WORKER=0,
+ * the way to write on the main thread alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
-import { createWriteBatch, type ReleaseSink } from './write-sink.ts'
-import type { WriteStats } from './writer.ts'
+import { createReleaseTree } from './tree.ts'
+import { applyWriteBatch, createWriteBatch, packWriteBatch, type ReleaseSink } from './write-sink.ts'
+import { createManifestRecorder, describeCopy, hashBody, type WriteStats } from './writer.ts'
 
 /** Body bytes (or ops) that make a batch: large enough that a message costs little beside its writes. */
 const BATCH_BYTES = 512 * 1024
 const BATCH_OPS = 2048
-/** Batches sent and not yet applied when drain() lets the renderer go on (≈ 8 MB queued at most). */
-const IN_FLIGHT = 16
+/** Batches sent and not yet applied before this thread writes the next one itself. */
+const IN_FLIGHT = 8
 
-const statsSchema = z.object({ files: z.number(), bodies: z.number(), bytes: z.number(), written: z.number() })
 const replySchema = z.union([
-  z.object({ type: z.literal('done'), id: z.number().int() }),
-  z.object({ type: z.literal('finished'), stats: statsSchema, maxRss: z.number(), cpuSeconds: z.number() }),
+  z.object({ type: z.literal('done'), id: z.number().int(), written: z.number().int() }),
+  z.object({ type: z.literal('finished'), maxRss: z.number(), cpuSeconds: z.number() }),
   z.object({ type: z.literal('error'), error: z.string() }),
 ])
 type FinishedReply = Extract<z.infer<typeof replySchema>, { type: 'finished' }>
 
-/** A release sink whose writes run in the write process; `pid` is the process's. */
+/** A release sink whose tree writes run in the write process and here; `pid` is the process's. */
 export type WritePool = ReleaseSink & { readonly pid: number | undefined }
 
 /** Starts the write process for the release in `releaseDir` (see createReleaseWriter for `storeDir`). */
@@ -40,15 +42,15 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
     // Structured clone: the packed bytes go as one buffer, the names as strings.
     serialization: 'advanced',
   })
+  const recorder = createManifestRecorder(releaseDir, onProgress)
+  const tree = createReleaseTree(releaseDir, storeDir)
   let batch = createWriteBatch()
   let next = 0
   let applied = 0
+  let written = 0
   let failure: Error | null = null
-  let waiters: { resolve(): void; reject(err: Error): void }[] = []
+  let idle: { resolve(): void; reject(err: Error): void } | null = null
   let finished: { resolve(reply: FinishedReply): void; reject(err: Error): void } | null = null
-  // Totals as queued, for progress lines; the write process returns the real ones (with `written`).
-  const queued: WriteStats = { files: 0, bodies: 0, bytes: 0, written: 0 }
-  let lastProgress = Date.now()
   let exited = false
   let done = false
   let markExited: () => void = () => {}
@@ -56,15 +58,9 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
 
   const fail = (err: Error): void => {
     failure ??= err
-    for (const w of waiters) w.reject(failure)
-    waiters = []
+    idle?.reject(failure)
     finished?.reject(failure)
-    finished = null
-  }
-  const wake = (): void => {
-    if (next - applied > IN_FLIGHT) return
-    for (const w of waiters) w.resolve()
-    waiters = []
+    idle = finished = null
   }
   child.on('message', (message) => {
     const reply = replySchema.safeParse(message)
@@ -72,7 +68,8 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
     const r = reply.data
     if (r.type === 'done') {
       applied = r.id + 1
-      wake()
+      written += r.written
+      if (applied === next) idle?.resolve()
     } else if (r.type === 'finished') finished?.resolve(r)
     else fail(new Error(`write process: ${r.error}; BUILD_WRITE_WORKER=0 writes the release on the main thread alone`))
   })
@@ -84,21 +81,19 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
   })
   child.send({ type: 'open', releaseDir, storeDir })
 
-  const send = (): void => {
+  const dispatch = (): void => {
     if (batch.counts.length === 0) return
-    const { names, counts, sizes, sources, chunks } = batch
-    child.send({ type: 'batch', id: next++, batch: { names, counts, sizes, sources, bytes: Buffer.concat(chunks) } })
+    const packed = packWriteBatch(batch)
     batch = createWriteBatch()
+    if (next - applied < IN_FLIGHT) child.send({ type: 'batch', id: next++, batch: packed })
+    else written += applyWriteBatch(tree, packed)
   }
-  const added = (names: number, size: number): void => {
-    queued.files += names
-    queued.bodies++
-    queued.bytes += size
-    if (batch.size >= BATCH_BYTES || batch.counts.length >= BATCH_OPS) send()
-    if (Date.now() - lastProgress > 5000) {
-      lastProgress = Date.now()
-      onProgress(queued)
-    }
+  const add = (names: readonly string[], sha256: string): void => {
+    if (failure) throw failure
+    batch.names.push(...names)
+    batch.counts.push(names.length)
+    batch.hashes.push(sha256)
+    if (batch.size >= BATCH_BYTES || batch.counts.length >= BATCH_OPS) dispatch()
   }
 
   return {
@@ -106,41 +101,42 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
       return child.pid
     },
     write(names, bytes) {
-      if (failure) throw failure
-      batch.names.push(...names)
-      batch.counts.push(names.length)
+      const sha256 = hashBody(bytes)
+      recorder.record(names, sha256, bytes.length, false)
       batch.sizes.push(bytes.length)
       batch.chunks.push(bytes)
       batch.size += bytes.length
-      added(names.length, bytes.length)
+      add(names, sha256)
     },
     copy(name, source) {
-      if (failure) throw failure
-      batch.names.push(name)
-      batch.counts.push(1)
+      const { sha256, size } = describeCopy(name, source)
+      recorder.record([name], sha256, size, false)
       batch.sizes.push(-1)
       batch.sources.push(source)
-      // Sizes come back with the totals; a copy counts as a small op here.
-      batch.size += 1024
-      added(1, 0)
+      batch.copySizes.push(size)
+      // A copy reads and writes a whole blob: it weighs like a body of a few KB.
+      batch.size += 4096
+      add([name], sha256)
     },
     async drain() {
       if (failure) throw failure
-      send()
-      if (next - applied <= IN_FLIGHT) return
-      await new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }))
+      dispatch()
     },
     async finish() {
       if (failure) throw failure
-      send()
-      const reply = await new Promise<FinishedReply>((resolve, reject) => {
+      dispatch()
+      if (applied < next) await new Promise<void>((resolve, reject) => (idle = { resolve, reject }))
+      const usage = await new Promise<FinishedReply>((resolve, reject) => {
         finished = { resolve, reject }
         child.send({ type: 'finish' })
       })
       done = true
       child.disconnect()
       await exit
-      return { stats: reply.stats, usage: { maxRss: reply.maxRss, cpuSeconds: reply.cpuSeconds } }
+      // Every body is in the tree: the manifest closes and the release is marked complete.
+      const stats = recorder.finish()
+      stats.written = written
+      return { stats, usage: { maxRss: usage.maxRss, cpuSeconds: usage.cpuSeconds } }
     },
     async close() {
       if (!exited) {
