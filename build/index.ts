@@ -86,7 +86,10 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await staging.close()
     rmSync(stagingFile, { force: true })
     const { stats, usage } = await writer.finish()
-    if (usage) log(`… the write process used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB`)
+    if (usage) {
+      const { process: remote, main } = usage.batches
+      log(`… the write process used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB; it wrote ${remote} batches, the main thread ${main}`)
+    }
     log(`Wrote the static tree (${stats.files} files, ${stats.bodies} bodies) in ${secondsSince(started)}s${formatCpu(cpu)}`)
 
     const { pointer: release, changes } = await sealRelease({

@@ -13,6 +13,7 @@ import { runBuild } from '../build/index.ts'
 import { createLoadPool } from '../build/load-pool.ts'
 import { parseRecordChunk } from '../build/load-records.ts'
 import { createWritePool } from '../build/release/write-pool.ts'
+import { createReleaseWriter } from '../build/release/writer.ts'
 import { buildRelease, copySampleData, editSummary } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'both-cores-test-'))
@@ -108,6 +109,39 @@ describe('write process', () => {
     rmSync(path.join(dist, 'store'))
     const next = await buildRelease(data, dist, { writeWorker: true })
     expect(next.pointer.serial).toBe(first.pointer.serial + 1)
+  })
+
+  it('shares the tree writes with this thread when the write process is busy, with the same files and manifest', async () => {
+    // Written without awaiting: the process cannot answer, so past 8 batches this thread writes the rest.
+    const bodies = Array.from({ length: 9000 }, (_, i) => Buffer.from(JSON.stringify({ data: { i: i % 7000, pad: 'x'.repeat(900) } })))
+    const names = (i: number): string[] => [`public/api/v1/a/${i % 50}/${i}.json`, `public/api/v1/b/${i}.json`]
+    const local = mkdtempSync(path.join(root, 'share-local-'))
+    const writer = createReleaseWriter(local, () => {}, path.join(local, 'store'))
+    for (const [i, bytes] of bodies.entries()) writer.write(names(i), bytes)
+    const expected = writer.finish()
+    const shared = mkdtempSync(path.join(root, 'share-pool-'))
+    const pool = createWritePool(shared, () => {}, path.join(shared, 'store'))
+    try {
+      for (const [i, bytes] of bodies.entries()) pool.write(names(i), bytes)
+      const { stats, usage } = await pool.finish()
+      expect({ ...stats, written: 0 }).toEqual({ ...expected, written: 0 })
+      // A repeated body is found in the store unless both sides write it at the same time.
+      expect(expected.written).toBe(7000)
+      expect(stats.written).toBeGreaterThanOrEqual(7000)
+      expect(usage!.batches.process).toBeGreaterThanOrEqual(8)
+      expect(usage!.batches.main).toBeGreaterThan(0)
+      expect(usage!.cpuSeconds).toBeGreaterThan(0)
+    } finally {
+      await pool.close()
+    }
+    expect(readFileSync(path.join(shared, 'manifest.tsv'), 'utf8')).toBe(readFileSync(path.join(local, 'manifest.tsv'), 'utf8'))
+    for (const [i, bytes] of bodies.entries()) {
+      for (const name of names(i)) {
+        expect(readFileSync(path.join(shared, name)).equals(bytes), name).toBe(true)
+        expect(statSync(path.join(shared, name)).mtimeMs).toBe(statSync(path.join(local, name)).mtimeMs)
+      }
+    }
+    expect(existsSync(path.join(shared, '.complete'))).toBe(true)
   })
 
   it('fails every later call when the write process dies', async () => {

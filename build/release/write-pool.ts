@@ -48,6 +48,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
   let next = 0
   let applied = 0
   let written = 0
+  let local = 0
   let failure: Error | null = null
   let idle: { resolve(): void; reject(err: Error): void } | null = null
   let finished: { resolve(reply: FinishedReply): void; reject(err: Error): void } | null = null
@@ -86,7 +87,10 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
     const packed = packWriteBatch(batch)
     batch = createWriteBatch()
     if (next - applied < IN_FLIGHT) child.send({ type: 'batch', id: next++, batch: packed })
-    else written += applyWriteBatch(tree, packed)
+    else {
+      written += applyWriteBatch(tree, packed)
+      local++
+    }
   }
   const add = (names: readonly string[], sha256: string): void => {
     if (failure) throw failure
@@ -136,7 +140,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
       // Every body is in the tree: the manifest closes and the release is marked complete.
       const stats = recorder.finish()
       stats.written = written
-      return { stats, usage: { maxRss: usage.maxRss, cpuSeconds: usage.cpuSeconds } }
+      return { stats, usage: { maxRss: usage.maxRss, cpuSeconds: usage.cpuSeconds, batches: { process: next, main: local } } }
     },
     async close() {
       if (!exited) {

@@ -14,6 +14,8 @@ import { createReleaseWriter, type WriteStats } from './writer.ts'
 export interface WriterUsage {
   maxRss: number
   cpuSeconds: number
+  /** Batches of tree writes applied by the write process and by the main thread. */
+  batches: { process: number; main: number }
 }
 
 /** The release writer as the renderers see it. */
