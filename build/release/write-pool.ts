@@ -2,9 +2,10 @@
  * The release writer on both cores: the tree's system calls (open, write, link, stat, mkdir,
  * utimes: most of the render phase on one thread, BUILD-PROFILE.md) go in batches of about
  * BATCH_BYTES to a write process (write-worker.ts under vite-node, as the load worker) while this
- * thread queries SQLite and renders. When the process already has IN_FLIGHT batches unanswered,
- * this thread applies the next batch itself, so both cores write when rendering is the lighter part
- * and the bytes queued stay bounded (≈ 4 MB) whatever the catalog size. Each body's SHA-256 and its
+ * thread queries SQLite and renders. At most IN_FLIGHT batches are sent and unanswered; past QUEUED
+ * more waiting here, this thread writes batches itself (and all it can once rendering is over), so
+ * both cores write when rendering is the lighter part, and the bytes queued stay bounded (≈ 12 MB
+ * and one render batch) whatever the catalog size. Each body's SHA-256 and its
  * manifest lines are recorded here, in write order, whoever writes its files (write-sink.ts). A
  * failed batch or a dead process fails every later call with a message naming BUILD_WRITE_WORKER=0,
  * the way to write on the main thread alone.
@@ -14,14 +15,16 @@ import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { createReleaseTree } from './tree.ts'
-import { applyWriteBatch, createWriteBatch, packWriteBatch, type ReleaseSink } from './write-sink.ts'
+import { applyWriteBatch, createWriteBatch, packWriteBatch, type ReleaseSink, type WriteBatch } from './write-sink.ts'
 import { createManifestRecorder, describeCopy, hashBody, type WriteStats } from './writer.ts'
 
 /** Body bytes (or ops) that make a batch: large enough that a message costs little beside its writes. */
 const BATCH_BYTES = 512 * 1024
 const BATCH_OPS = 2048
-/** Batches sent and not yet applied before this thread writes the next one itself. */
-const IN_FLIGHT = 8
+/** Batches sent to the process and not yet answered (a render batch of versions is ≈ 8 of them). */
+const IN_FLIGHT = 16
+/** Batches waiting here for room at the process before this thread writes them itself. */
+const QUEUED = 8
 
 const replySchema = z.union([
   z.object({ type: z.literal('done'), id: z.number().int(), written: z.number().int() }),
@@ -45,6 +48,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
   const recorder = createManifestRecorder(releaseDir, onProgress)
   const tree = createReleaseTree(releaseDir, storeDir)
   let batch = createWriteBatch()
+  const queue: WriteBatch[] = []
   let next = 0
   let applied = 0
   let written = 0
@@ -82,22 +86,31 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
   })
   child.send({ type: 'open', releaseDir, storeDir })
 
-  const dispatch = (): void => {
+  const send = (): void => {
+    while (queue.length > 0 && next - applied < IN_FLIGHT) child.send({ type: 'batch', id: next++, batch: queue.shift()! })
+  }
+  const applyOne = (): void => {
+    written += applyWriteBatch(tree, queue.shift()!)
+    local++
+  }
+  const seal = (): void => {
     if (batch.counts.length === 0) return
-    const packed = packWriteBatch(batch)
+    queue.push(packWriteBatch(batch))
     batch = createWriteBatch()
-    if (next - applied < IN_FLIGHT) child.send({ type: 'batch', id: next++, batch: packed })
-    else {
-      written += applyWriteBatch(tree, packed)
-      local++
-    }
+    send()
+  }
+  // The process's answers arrive only when this thread yields: a turn of the event loop first.
+  const settle = async (): Promise<void> => {
+    await new Promise((resolve) => setImmediate(resolve))
+    if (failure) throw failure
+    send()
   }
   const add = (names: readonly string[], sha256: string): void => {
     if (failure) throw failure
     batch.names.push(...names)
     batch.counts.push(names.length)
     batch.hashes.push(sha256)
-    if (batch.size >= BATCH_BYTES || batch.counts.length >= BATCH_OPS) dispatch()
+    if (batch.size >= BATCH_BYTES || batch.counts.length >= BATCH_OPS) seal()
   }
 
   return {
@@ -124,11 +137,19 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
     },
     async drain() {
       if (failure) throw failure
-      dispatch()
+      seal()
+      await settle()
+      // Rendering comes first (only this thread can do it): it writes only what would exceed the bound.
+      while (queue.length > QUEUED) {
+        applyOne()
+        await settle()
+      }
     },
     async finish() {
       if (failure) throw failure
-      dispatch()
+      seal()
+      // Nothing left to render: both sides write what is left.
+      for (await settle(); queue.length > 0; await settle()) applyOne()
       if (applied < next) await new Promise<void>((resolve, reject) => (idle = { resolve, reject }))
       const usage = await new Promise<FinishedReply>((resolve, reject) => {
         finished = { resolve, reject }
