@@ -142,6 +142,7 @@ describe('write process', () => {
       }
     }
     expect(existsSync(path.join(shared, '.complete'))).toBe(true)
+    expect(existsSync(path.join(shared, '.write-batches'))).toBe(false)
   })
 
   it('fails every later call when the write process dies', async () => {

@@ -11,13 +11,22 @@
  * the way to write on the main thread alone.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { serialize } from 'node:v8'
 import { z } from 'zod'
 import { createReleaseTree } from './tree.ts'
 import { applyWriteBatch, createWriteBatch, packWriteBatch, type ReleaseSink, type WriteBatch } from './write-sink.ts'
 import { createManifestRecorder, describeCopy, hashBody, type WriteStats } from './writer.ts'
 
+/**
+ * Release-relative folder of the batches on their way to the process. A batch goes as a file and
+ * its message only names it: a message of 512 KB would cross the IPC socket a buffer at a time, each
+ * waiting for this thread's event loop, which is busy rendering, and the process would sit idle.
+ */
+const SPOOL_DIR = '.write-batches'
 /** Body bytes (or ops) that make a batch: large enough that a message costs little beside its writes. */
 const BATCH_BYTES = 512 * 1024
 const BATCH_OPS = 2048
@@ -42,9 +51,9 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
   const entry = fileURLToPath(new URL('./write-worker.ts', import.meta.url))
   const child: ChildProcess = spawn(process.execPath, [viteNode, entry], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    // Structured clone: the packed bytes go as one buffer, the names as strings.
-    serialization: 'advanced',
   })
+  const spool = path.join(releaseDir, SPOOL_DIR)
+  mkdirSync(spool)
   const recorder = createManifestRecorder(releaseDir, onProgress)
   const tree = createReleaseTree(releaseDir, storeDir)
   let batch = createWriteBatch()
@@ -87,7 +96,12 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
   child.send({ type: 'open', releaseDir, storeDir })
 
   const send = (): void => {
-    while (queue.length > 0 && next - applied < IN_FLIGHT) child.send({ type: 'batch', id: next++, batch: queue.shift()! })
+    while (queue.length > 0 && next - applied < IN_FLIGHT) {
+      const id = next++
+      const file = path.join(spool, String(id))
+      writeFileSync(file, serialize(queue.shift()!))
+      child.send({ type: 'batch', id, file })
+    }
   }
   const applyOne = (): void => {
     written += applyWriteBatch(tree, queue.shift()!)
@@ -158,6 +172,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
       done = true
       child.disconnect()
       await exit
+      rmSync(spool, { recursive: true, force: true })
       // Every body is in the tree: the manifest closes and the release is marked complete.
       const stats = recorder.finish()
       stats.written = written
