@@ -67,6 +67,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
   let finished: { resolve(reply: FinishedReply): void; reject(err: Error): void } | null = null
   let exited = false
   let done = false
+  let complete = false
   let markExited: () => void = () => {}
   const exit = new Promise<void>((resolve) => (markExited = resolve))
 
@@ -175,6 +176,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
       rmSync(spool, { recursive: true, force: true })
       // Every body is in the tree: the manifest closes and the release is marked complete.
       const stats = recorder.finish()
+      complete = true
       stats.written = written
       return { stats, usage: { maxRss: usage.maxRss, cpuSeconds: usage.cpuSeconds, batches: { process: next, main: local } } }
     },
@@ -183,6 +185,8 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
         child.kill('SIGKILL')
         await exit
       }
+      if (!complete) recorder.close()
+      complete = true
     },
   }
 }

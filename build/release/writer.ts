@@ -50,6 +50,8 @@ export interface ManifestRecorder {
   readonly stats: WriteStats
   /** Closes the manifest and marks the release complete: call it once every body is in the tree. */
   finish(): WriteStats
+  /** Closes the files without completing the release (the build failed). */
+  close(): void
 }
 
 /** Release-relative folder of the unsorted manifest shards the writer appends to. */
@@ -129,6 +131,10 @@ export function createManifestRecorder(releaseDir: string, onProgress: (stats: W
       }
       writeFileSync(path.join(releaseDir, '.complete'), '')
       return stats
+    },
+    close() {
+      closeSync(manifest)
+      for (const shard of shards.values()) closeSync(shard.fd)
     },
   }
 }
