@@ -28,6 +28,7 @@ export function resolveBuildOptions(
     countersFile: overrides.countersFile !== undefined ? overrides.countersFile : path.resolve(env.COUNTERS_FILE ?? path.join(distDir, 'counters.sqlite')),
     sourceRevision: overrides.sourceRevision ?? env.SOURCE_REVISION ?? null,
     loadWorker: overrides.loadWorker ?? env.BUILD_LOAD_WORKER !== '0',
+    writeWorker: overrides.writeWorker ?? env.BUILD_WRITE_WORKER !== '0',
     release: resolveReleaseOptions(overrides.release, env),
     log: overrides.log ?? ((line) => process.stderr.write(line + '\n')),
   }

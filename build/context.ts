@@ -23,6 +23,8 @@ export interface BuildOptions {
   sourceRevision: string | null
   /** Parse half of the source records in a second process (load-pool.ts), on the second core. */
   loadWorker: boolean
+  /** Write the release tree in a second process (release/write-pool.ts) while this one renders. */
+  writeWorker: boolean
   /** Snapshot, archive and feed retention of the release. */
   release: ReleaseOptions
   /** Print progress and the summary line. */

@@ -2,9 +2,10 @@
  * The build on both cores (issue 7): records parsed in the load worker give the same staging, the
  * same problems (file, path, message, in the same order) and the same release bytes as records
  * parsed on the main thread; the archive written by the archive worker is the same bytes, and a
- * failing worker says why.
+ * failing worker says why; a release tree written by the write process is byte-identical to one
+ * written on the main thread, and a write process that fails fails the build without publishing.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -14,7 +15,9 @@ import { createLoadPool } from '../build/load-pool.ts'
 import { parseRecordChunk } from '../build/load-records.ts'
 import { writeArchiveInChild } from '../build/release/archive-child.ts'
 import { resolveReleaseOptions } from '../build/release/options.ts'
-import { buildRelease, copySampleData } from './harness.ts'
+import { createWritePool } from '../build/release/write-pool.ts'
+import { createReleaseWriter } from '../build/release/writer.ts'
+import { buildRelease, copySampleData, editSummary } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'both-cores-test-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -83,5 +86,96 @@ describe('archive worker', () => {
     await expect(failed).rejects.toThrow(/archive worker exited \(1\); BUILD_ARCHIVE_WORKER=0[\s\S]*ENOENT[\s\S]*no-such-order-file/)
     expect(existsSync(target)).toBe(false)
     expect(existsSync(`${target}.tmp`)).toBe(false)
+  })
+})
+
+describe('write process', () => {
+  it('writes the same tree, manifest and release bytes as the main thread', async () => {
+    const data = copySampleData(path.join(root, 'write'))
+    const a = await buildRelease(data, path.join(root, 'write/dist-worker'), { writeWorker: true })
+    const b = await buildRelease(data, path.join(root, 'write/dist-main'), { writeWorker: false })
+    for (const key of ['manifest', 'catalog', 'snapshot', 'archive'] as const) expect(a.pointer[key], key).toEqual(b.pointer[key])
+    // manifest.tsv is in write order: the same order, not only the same set.
+    const manifest = readFileSync(path.join(a.releaseDir, 'manifest.tsv'), 'utf8')
+    expect(manifest).toBe(readFileSync(path.join(b.releaseDir, 'manifest.tsv'), 'utf8'))
+    const lines = manifest.trimEnd().split('\n')
+    expect(lines.length).toBeGreaterThan(500)
+    for (const line of lines) {
+      const [name, , size] = line.split('\t') as [string, string, string]
+      const bytes = readFileSync(path.join(a.releaseDir, name))
+      expect(bytes.equals(readFileSync(path.join(b.releaseDir, name))), name).toBe(true)
+      expect(bytes.length).toBe(Number(size))
+      // The content mtime (nginx's ETag) is the same under both.
+      expect(statSync(path.join(a.releaseDir, name)).mtimeMs).toBe(statSync(path.join(b.releaseDir, name)).mtimeMs)
+    }
+  })
+
+  it('fails the build with the write process error and publishes nothing', async () => {
+    const data = copySampleData(path.join(root, 'fail'))
+    const dist = path.join(root, 'fail/dist')
+    const first = await buildRelease(data, dist, { writeWorker: true })
+    editSummary(data, 'sodium', 'A new body to write')
+    // The content store made a file: the write process cannot store the new body (ENOTDIR).
+    rmSync(path.join(dist, 'store'), { recursive: true })
+    writeFileSync(path.join(dist, 'store'), '')
+    const build = buildRelease(data, dist, { writeWorker: true })
+    await expect(build).rejects.toThrow(/^write process: .*(ENOTDIR|EEXIST).*; BUILD_WRITE_WORKER=0 writes the release on the main thread alone$/)
+    expect(path.resolve(dist, readlinkSync(path.join(dist, 'current')))).toBe(first.releaseDir)
+    expect(readdirSync(path.join(dist, 'releases'))).toEqual([path.basename(first.releaseDir)])
+    // The lock was released and nothing was left behind: the next build publishes.
+    rmSync(path.join(dist, 'store'))
+    const next = await buildRelease(data, dist, { writeWorker: true })
+    expect(next.pointer.serial).toBe(first.pointer.serial + 1)
+  })
+
+  it('shares the tree writes with this thread when the write process is busy, with the same files and manifest', async () => {
+    // Written without awaiting: 16 batches go to the process, and finish() has both sides write the other ≈ 45.
+    const bodies = Array.from({ length: 9000 }, (_, i) => Buffer.from(JSON.stringify({ data: { i: i % 7000, pad: 'x'.repeat(3500) } })))
+    const names = (i: number): string[] => [`public/api/v1/a/${i % 50}/${i}.json`, `public/api/v1/b/${i}.json`]
+    const local = mkdtempSync(path.join(root, 'share-local-'))
+    const writer = createReleaseWriter(local, () => {}, path.join(local, 'store'))
+    for (const [i, bytes] of bodies.entries()) writer.write(names(i), bytes)
+    const expected = writer.finish()
+    const shared = mkdtempSync(path.join(root, 'share-pool-'))
+    const pool = createWritePool(shared, () => {}, path.join(shared, 'store'))
+    try {
+      for (const [i, bytes] of bodies.entries()) pool.write(names(i), bytes)
+      const { stats, usage } = await pool.finish()
+      expect({ ...stats, written: 0 }).toEqual({ ...expected, written: 0 })
+      // A repeated body is found in the store unless both sides write it at the same time.
+      expect(expected.written).toBe(7000)
+      expect(stats.written).toBeGreaterThanOrEqual(7000)
+      expect(usage!.batches.process).toBeGreaterThanOrEqual(16)
+      expect(usage!.batches.main).toBeGreaterThan(0)
+      expect(usage!.cpuSeconds).toBeGreaterThan(0)
+    } finally {
+      await pool.close()
+    }
+    expect(readFileSync(path.join(shared, 'manifest.tsv'), 'utf8')).toBe(readFileSync(path.join(local, 'manifest.tsv'), 'utf8'))
+    for (const [i, bytes] of bodies.entries()) {
+      for (const name of names(i)) {
+        expect(readFileSync(path.join(shared, name)).equals(bytes), name).toBe(true)
+        expect(statSync(path.join(shared, name)).mtimeMs).toBe(statSync(path.join(local, name)).mtimeMs)
+      }
+    }
+    expect(existsSync(path.join(shared, '.complete'))).toBe(true)
+    expect(existsSync(path.join(shared, '.write-batches'))).toBe(false)
+  })
+
+  it('fails every later call when the write process dies', async () => {
+    const dir = mkdtempSync(path.join(root, 'killed-'))
+    const pool = createWritePool(dir, () => {}, null)
+    try {
+      pool.write(['public/api/v1/a.json', 'public/api/v1/b.json'], Buffer.from('{"data":1}'))
+      await pool.drain()
+      process.kill(pool.pid!, 'SIGKILL')
+      const message = /^write process exited \(SIGKILL\); BUILD_WRITE_WORKER=0 writes the release on the main thread alone$/
+      await expect(pool.finish()).rejects.toThrow(message)
+      expect(() => pool.write(['public/api/v1/c.json'], Buffer.from('{}'))).toThrow(message)
+      await expect(pool.drain()).rejects.toThrow(message)
+    } finally {
+      await pool.close()
+    }
+    expect(existsSync(path.join(dir, '.complete'))).toBe(false)
   })
 })

@@ -9,7 +9,7 @@ import { renderProjectDetail } from '../render/resources.ts'
 import type { Author, ProjectSummary, Version } from '../schema/api.ts'
 import type { SourceProject } from '../schema/source.ts'
 import { apiFile } from '../static-paths.ts'
-import type { ReleaseWriter } from '../release/writer.ts'
+import type { ReleaseSink } from '../release/write-sink.ts'
 import { prefetchBatches } from './prefetch.ts'
 
 const BATCH = 500
@@ -17,7 +17,7 @@ const BATCH = 500
 export const DEFAULT_LIMIT = 20
 
 /** Writes every project's static files. */
-export async function writeProjectFiles(db: Db, maps: CatalogMaps, writer: ReleaseWriter): Promise<void> {
+export async function writeProjectFiles(db: Db, maps: CatalogMaps, writer: ReleaseSink): Promise<void> {
   type ProjectRow = { rowid: number; id: string; slug: string; summary_json: string; source_json: string }
   const batches = prefetchBatches(0, async (last: number) => {
     const projects = await db.all<ProjectRow>(
@@ -72,6 +72,7 @@ export async function writeProjectFiles(db: Db, maps: CatalogMaps, writer: Relea
       const d = deps.get(p.id) ?? { projects: [], versions: [] }
       writer.write(names('/dependencies'), Buffer.from(`{"data":{"projects":[${d.projects.join(',')}],"versions":[${d.versions.join(',')}]}}`))
     }
+    await writer.drain()
   }
 }
 

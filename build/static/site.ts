@@ -7,7 +7,7 @@ import type { Db } from '../db/sqlite.ts'
 import { createOpenApiDocument } from '../openapi.ts'
 import { renderBody, renderPageMeta, renderRawListBody } from '../render/body.ts'
 import { renderStatistics } from '../render/resources.ts'
-import type { ReleaseWriter } from '../release/writer.ts'
+import type { ReleaseSink } from '../release/write-sink.ts'
 import { apiFile, objectFile } from '../static-paths.ts'
 import { DEFAULT_LIMIT } from './projects.ts'
 
@@ -18,7 +18,7 @@ export const statisticsSql = `
     (SELECT coalesce(sum(downloads), 0) FROM projects) AS downloads`
 
 /** Writes reference data, statistics and the first page of /projects. */
-export async function writeSiteFiles(db: Db, writer: ReleaseWriter): Promise<void> {
+export async function writeSiteFiles(db: Db, writer: ReleaseSink): Promise<void> {
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
   const reference = async (kind: string, where = ''): Promise<string[]> =>
     (await db.all<{ json: string }>(`SELECT json FROM reference WHERE kind = ? ${where} ORDER BY position`, [kind])).map((r) => r.json)
@@ -35,10 +35,13 @@ export async function writeSiteFiles(db: Db, writer: ReleaseWriter): Promise<voi
 }
 
 /** Copies the bytes of every visible file that has a blob to its content-addressed name. */
-export async function writeObjects(db: Db, dataDir: string, writer: ReleaseWriter): Promise<void> {
+export async function writeObjects(db: Db, dataDir: string, writer: ReleaseSink): Promise<void> {
   const rows = await db.all<{ sha256: string; filename: string; blob: string }>(
     `SELECT DISTINCT f.sha256, f.filename, min(s.blob) AS blob FROM files f JOIN staging.s_files s ON s.id = f.id
      WHERE s.blob IS NOT NULL GROUP BY f.sha256, f.filename ORDER BY f.sha256, f.filename`,
   )
-  for (const r of rows) writer.copy(objectFile(r.sha256, r.filename), path.join(dataDir, r.blob))
+  for (const [i, r] of rows.entries()) {
+    writer.copy(objectFile(r.sha256, r.filename), path.join(dataDir, r.blob))
+    if (i % 1024 === 1023) await writer.drain()
+  }
 }

@@ -1,7 +1,7 @@
 /** Pre-renders each user's profile and project list (not paginated: all public projects, downloads desc). */
 import type { Db } from '../db/sqlite.ts'
 import { renderRawBody, renderRawListBody } from '../render/body.ts'
-import type { ReleaseWriter } from '../release/writer.ts'
+import type { ReleaseSink } from '../release/write-sink.ts'
 import { apiFile } from '../static-paths.ts'
 import { prefetchBatches } from './prefetch.ts'
 import { groupBy } from './projects.ts'
@@ -16,7 +16,7 @@ export const userProjectsSql = `
   ORDER BY m.user_id, p.downloads DESC, p.id`
 
 /** Writes every user's static files. */
-export async function writeUserFiles(db: Db, writer: ReleaseWriter): Promise<void> {
+export async function writeUserFiles(db: Db, writer: ReleaseSink): Promise<void> {
   const batches = prefetchBatches('', async (last: string) => {
     const users = await db.all<{ id: string; username: string; profile_json: string }>(
       `SELECT id, username, profile_json FROM users WHERE id > ? ORDER BY id LIMIT ${BATCH}`,
@@ -35,5 +35,6 @@ export async function writeUserFiles(db: Db, writer: ReleaseWriter): Promise<voi
       const list = renderRawListBody((projects.get(u.id) ?? []).map((r) => r.json)).bytes
       writer.write([apiFile(`/users/${u.username}/projects`), apiFile(`/users/${u.id}/projects`)], list)
     }
+    await writer.drain()
   }
 }

@@ -7,14 +7,14 @@
  */
 import type { Db } from '../db/sqlite.ts'
 import { renderRawBody } from '../render/body.ts'
-import type { ReleaseWriter } from '../release/writer.ts'
+import type { ReleaseSink } from '../release/write-sink.ts'
 import { apiFile } from '../static-paths.ts'
 import { prefetchBatches } from './prefetch.ts'
 
 const BATCH = 2000
 
 /** Writes every version's static files. */
-export async function writeVersionFiles(db: Db, writer: ReleaseWriter): Promise<void> {
+export async function writeVersionFiles(db: Db, writer: ReleaseSink): Promise<void> {
   await db.exec(`
     CREATE TEMP TABLE hash_owner AS
       SELECT hash, version_id FROM (
@@ -46,6 +46,7 @@ export async function writeVersionFiles(db: Db, writer: ReleaseWriter): Promise<
       ]
       writer.write(names, renderRawBody(r.json).bytes)
     }
+    await writer.drain()
   }
   await db.exec(`DROP TABLE temp.hash_owner`)
 }
