@@ -13,6 +13,13 @@ import { promisify } from 'node:util'
 
 const run = promisify(execFile)
 
+/**
+ * sort's buffer. Left to itself GNU sort sized it from the machine's memory: 1 GB of RSS for the
+ * large catalog's 700 MB manifest, and the two sorts run at once beside the build (2.9 GB in all,
+ * over the 2 GB goal). With 256 MB it merges temp runs instead, and was faster here (6.1 against 8.2 s).
+ */
+const SORT_MEMORY = ['-S', '256M']
+
 /** One API file: its release-relative name and the SHA-256 of its body. */
 export interface BodyName {
   name: string
@@ -24,7 +31,7 @@ export async function writeBodyOrder(releaseDir: string): Promise<string> {
   const out = path.join(releaseDir, '.body-order.tsv')
   // The environment is replaced, not inherited: byte order (LC_ALL=C) whatever the caller's locale,
   // temp files beside the release; the command is found on the default /usr/bin:/bin.
-  await run('sort', ['-t', '\t', '-k2,2', '-k1,1', '-o', out, path.join(releaseDir, 'manifest.tsv')], {
+  await run('sort', [...SORT_MEMORY, '-t', '\t', '-k2,2', '-k1,1', '-o', out, path.join(releaseDir, 'manifest.tsv')], {
     env: { LC_ALL: 'C', TMPDIR: releaseDir },
     maxBuffer: 1 << 20,
   })
@@ -38,7 +45,7 @@ export async function writeBodyOrder(releaseDir: string): Promise<string> {
  */
 export async function writePathOrder(releaseDir: string): Promise<string> {
   const out = path.join(releaseDir, '.path-order.tsv')
-  await run('sort', ['-t', '\t', '-k1,1', '-o', out, path.join(releaseDir, 'manifest.tsv')], {
+  await run('sort', [...SORT_MEMORY, '-t', '\t', '-k1,1', '-o', out, path.join(releaseDir, 'manifest.tsv')], {
     env: { LC_ALL: 'C', TMPDIR: releaseDir },
     maxBuffer: 1 << 20,
   })
