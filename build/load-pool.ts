@@ -4,11 +4,10 @@
  * parses others and feeds SQLite. `run` resolves with the same RecordChunk that parseRecordChunk
  * would return here.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
+import type { ChildProcess } from 'node:child_process'
 import { z } from 'zod'
 import { recordChunkSchema, type RecordChunk, type RecordKindName } from './load-records.ts'
+import { spawnBuildWorker } from './worker-process.ts'
 
 const replySchema = z.union([
   z.object({ id: z.number().int(), chunk: recordChunkSchema, maxRss: z.number(), cpuSeconds: z.number() }),
@@ -27,9 +26,7 @@ export interface LoadPool {
 
 /** Starts the load worker for the catalog in `dataDir`. */
 export function createLoadPool(dataDir: string): LoadPool {
-  const viteNode = createRequire(import.meta.url).resolve('vite-node/cli')
-  const entry = fileURLToPath(new URL('./load-worker.ts', import.meta.url))
-  const child: ChildProcess = spawn(process.execPath, [viteNode, entry], {
+  const child: ChildProcess = spawnBuildWorker(new URL('./load-worker.ts', import.meta.url), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     // Structured clone: the rows are strings, copied without a JSON round trip.
     serialization: 'advanced',

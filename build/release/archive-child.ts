@@ -4,10 +4,8 @@
  * at the same time; in one process both read every body and build every row or tar header on the
  * same thread, and the seal ran at about one core (bench/results/BUILD-PROFILE.md).
  */
-import { spawn } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
+import { spawnBuildWorker } from '../worker-process.ts'
 
 const usageSchema = z.object({ maxRss: z.number(), cpuSeconds: z.number() })
 
@@ -16,9 +14,7 @@ export type ArchiveWorkerUsage = z.infer<typeof usageSchema>
 
 /** Writes the archive of `releaseDir` to `target` in a child process; rejects with its error output when it fails. */
 export function writeArchiveInChild(releaseDir: string, orderFile: string, target: string): Promise<ArchiveWorkerUsage> {
-  const viteNode = createRequire(import.meta.url).resolve('vite-node/cli')
-  const entry = fileURLToPath(new URL('./archive-worker.ts', import.meta.url))
-  const child = spawn(process.execPath, [viteNode, entry, '--', releaseDir, orderFile, target], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
+  const child = spawnBuildWorker(new URL('./archive-worker.ts', import.meta.url), ['--', releaseDir, orderFile, target], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
   let stderr = ''
   let usage: ArchiveWorkerUsage = { maxRss: 0, cpuSeconds: 0 }
   child.stderr!.on('data', (d: Buffer) => {

@@ -10,16 +10,15 @@
  * failed batch or a dead process fails every later call with a message naming BUILD_WRITE_WORKER=0,
  * the way to write on the main thread alone.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { serialize } from 'node:v8'
 import { z } from 'zod'
 import { createReleaseTree } from './tree.ts'
 import { applyWriteBatch, createWriteBatch, packWriteBatch, type ReleaseSink, type WriteBatch } from './write-sink.ts'
 import { createManifestRecorder, describeCopy, hashBody, type WriteStats } from './writer.ts'
+import { spawnBuildWorker } from '../worker-process.ts'
 
 /**
  * Release-relative folder of the batches on their way to the process. A batch goes as a file and
@@ -47,9 +46,7 @@ export type WritePool = ReleaseSink & { readonly pid: number | undefined }
 
 /** Starts the write process for the release in `releaseDir` (see createReleaseWriter for `storeDir`). */
 export function createWritePool(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null): WritePool {
-  const viteNode = createRequire(import.meta.url).resolve('vite-node/cli')
-  const entry = fileURLToPath(new URL('./write-worker.ts', import.meta.url))
-  const child: ChildProcess = spawn(process.execPath, [viteNode, entry], {
+  const child: ChildProcess = spawnBuildWorker(new URL('./write-worker.ts', import.meta.url), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const spool = path.join(releaseDir, SPOOL_DIR)
