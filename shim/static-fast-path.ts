@@ -13,7 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { readClientKey } from './client-ip.ts'
 import type { ShimContext } from './context.ts'
 import type { RateDecision } from './rate-limit.ts'
-import { isValidHeaderValue, setRawHead } from './raw-head.ts'
+import { setRawHead } from './raw-head.ts'
 import { EXPOSED_HEADERS, JSON_TYPE, matchesIfNoneMatch, writeBodyWithHeaders } from './respond.ts'
 
 /**
@@ -28,10 +28,6 @@ export const PLAIN_API_PATH = /^\/api\/v1(?:\/[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,25
 /** The head's first lines, the same on every response. */
 const CORS_LINES = `Access-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: ${EXPOSED_HEADERS}\r\n`
 const JSON_TYPE_LINE = `Content-Type: ${JSON_TYPE}\r\n`
-
-/** The Cache-Control value last checked for the raw head (configuration: checked once, not per request). */
-let checkedCacheControl = ''
-let cacheControlIsValid = false
 
 /** Decisions already taken by the fast path for requests it handed to the app (refusals): the app must not count them twice. */
 const decided = new WeakMap<IncomingMessage, RateDecision>()
@@ -64,19 +60,15 @@ export function serveStaticFastPath(ctx: ShimContext, cacheControl: string, req:
   const lines =
     `${CORS_LINES}X-Ratelimit-Limit: ${decision.limit}\r\nX-Ratelimit-Remaining: ${decision.remaining}\r\nX-Ratelimit-Reset: ${decision.resetEpochSeconds}\r\n` +
     `X-Request-Id: ${requestId}\r\nETag: ${body.etag}\r\nCache-Control: ${cacheControl}\r\n`
-  if (cacheControl !== checkedCacheControl) {
-    checkedCacheControl = cacheControl
-    cacheControlIsValid = isValidHeaderValue(cacheControl)
+  // Every value is made here or is config built from an enum and integers (mutableCacheControl):
+  // none can hold a character writeHead would refuse.
+  if (matched && setRawHead(res, 304, lines, 0)) {
+    res.end()
+    return true
   }
-  if (cacheControlIsValid) {
-    if (matched && setRawHead(res, 304, lines, 0)) {
-      res.end()
-      return true
-    }
-    if (!matched && setRawHead(res, 200, `${lines}${JSON_TYPE_LINE}`, body.bytes.length)) {
-      res.end(method === 'HEAD' ? undefined : body.bytes)
-      return true
-    }
+  if (!matched && setRawHead(res, 200, `${lines}${JSON_TYPE_LINE}`, body.bytes.length)) {
+    res.end(method === 'HEAD' ? undefined : body.bytes)
+    return true
   }
   const headers = [
     'Access-Control-Allow-Origin', '*',
