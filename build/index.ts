@@ -63,7 +63,9 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     const onProgress = (s: WriteStats): void =>
       log(`… ${s.files} files (${s.bodies} bodies, ${(s.bytes / 1e6).toFixed(0)} MB) after ${secondsSince(started)}s`)
     const storeDir = path.join(options.distDir, 'store')
-    writer = options.writeWorker ? createWritePool(pending.dir, onProgress, storeDir) : createLocalSink(pending.dir, onProgress, storeDir)
+    // The body pack is read by the snapshot and the archive only.
+    const recorder = { packBodies: options.release.snapshot || options.release.archive }
+    writer = options.writeWorker ? createWritePool(pending.dir, onProgress, storeDir, recorder) : createLocalSink(pending.dir, onProgress, storeDir, recorder)
     const maps = await writeCatalog(ctx, db, settings)
     log(`Wrote the catalog database in ${secondsSince(started)}s${formatCpu(cpu)}`)
     await writeSiteFiles(db, writer)

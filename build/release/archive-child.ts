@@ -5,6 +5,7 @@
  * same thread, and the seal ran at about one core (bench/results/BUILD-PROFILE.md).
  */
 import { z } from 'zod'
+import type { BodyPackFiles } from './body-pack.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
 
 const usageSchema = z.object({ maxRss: z.number(), cpuSeconds: z.number() })
@@ -12,9 +13,10 @@ const usageSchema = z.object({ maxRss: z.number(), cpuSeconds: z.number() })
 /** What the worker used, for the build's log. */
 export type ArchiveWorkerUsage = z.infer<typeof usageSchema>
 
-/** Writes the archive of `releaseDir` to `target` in a child process; rejects with its error output when it fails. */
-export function writeArchiveInChild(releaseDir: string, orderFile: string, target: string): Promise<ArchiveWorkerUsage> {
-  const child = spawnBuildWorker(new URL('./archive-worker.ts', import.meta.url), ['--', releaseDir, orderFile, target], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
+/** Writes the archive of `releaseDir` to `target` in a child process (writeArchive's arguments); rejects with its error output when it fails. */
+export function writeArchiveInChild(releaseDir: string, orderFile: string, target: string, pack: BodyPackFiles | null = null): Promise<ArchiveWorkerUsage> {
+  const args = ['--', releaseDir, orderFile, target, ...(pack ? [pack.pack, pack.sortedIndex] : [])]
+  const child = spawnBuildWorker(new URL('./archive-worker.ts', import.meta.url), args, { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
   let stderr = ''
   let usage: ArchiveWorkerUsage = { maxRss: 0, cpuSeconds: 0 }
   child.stderr!.on('data', (d: Buffer) => {

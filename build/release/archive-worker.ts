@@ -9,11 +9,12 @@ import { z } from 'zod'
 import { readPeakRssBytes } from '../cpu.ts'
 import { writeArchive } from './archive.ts'
 
-const argsSchema = z.tuple([z.string().min(1), z.string().min(1), z.string().min(1)])
+// releaseDir, orderFile, target, then the body pack and its sorted index, or neither (read the tree).
+const argsSchema = z.union([z.tuple([z.string().min(1), z.string().min(1), z.string().min(1)]), z.tuple([z.string().min(1), z.string().min(1), z.string().min(1), z.string().min(1), z.string().min(1)])])
 
-const [releaseDir, orderFile, target] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
+const [releaseDir, orderFile, target, pack, sortedIndex] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
 try {
-  await writeArchive(releaseDir, orderFile, target)
+  await writeArchive(releaseDir, orderFile, target, pack && sortedIndex ? { pack, sortedIndex } : null)
   const usage = process.resourceUsage()
   process.send?.({ maxRss: readPeakRssBytes(), cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6 })
   process.disconnect?.()

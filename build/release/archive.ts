@@ -9,17 +9,20 @@
  * pack stalled on this tree's hard links.
  */
 import { once } from 'node:events'
-import { createWriteStream, readFileSync, renameSync, rmSync } from 'node:fs'
-import path from 'node:path'
+import { createWriteStream, renameSync, rmSync } from 'node:fs'
 import { finished } from 'node:stream/promises'
 import { createGzip } from 'node:zlib'
 import { contentMtime } from '../render/etag.ts'
 import { readBodyOrder } from './body-order.ts'
+import { openBodyReader, type BodyPackFiles } from './body-pack.ts'
 
 const WRITE_CHUNK = 1 << 20
 
-/** Writes `target` holding `public/api` of the release, in the order of the list `orderFile`. */
-export async function writeArchive(releaseDir: string, orderFile: string, target: string): Promise<void> {
+/**
+ * Writes `target` holding `public/api` of the release, in the order of the list `orderFile`,
+ * reading the bodies from `pack` (the build's body pack, body-pack.ts) or, when null, the tree.
+ */
+export async function writeArchive(releaseDir: string, orderFile: string, target: string, pack: BodyPackFiles | null = null): Promise<void> {
   const tmp = `${target}.tmp`
   // Level 1: 2–3× faster than 6 on this tree (which is mostly tar headers) for an archive ≈ 25% larger.
   const gzip = createGzip({ level: 1 })
@@ -39,6 +42,7 @@ export async function writeArchive(releaseDir: string, orderFile: string, target
     queuedBytes += chunk.length
     if (queuedBytes >= WRITE_CHUNK) await flush()
   }
+  const reader = openBodyReader(releaseDir, pack)
   try {
     let last: { sha256: string; name: string } | null = null
     for await (const { name, sha256 } of readBodyOrder(orderFile)) {
@@ -47,7 +51,7 @@ export async function writeArchive(releaseDir: string, orderFile: string, target
         for (const b of entry(name, '1', 0, mtime, last.name)) await push(b)
         continue
       }
-      const body = readFileSync(path.join(releaseDir, name))
+      const body = await reader.read(name, sha256)
       for (const b of entry(name, '0', body.length, mtime, '')) await push(b)
       await push(body)
       if (body.length % 512 !== 0) await push(Buffer.alloc(512 - (body.length % 512)))
@@ -60,6 +64,8 @@ export async function writeArchive(releaseDir: string, orderFile: string, target
     gzip.destroy()
     rmSync(tmp, { force: true })
     throw err
+  } finally {
+    reader.close()
   }
   renameSync(tmp, target)
 }

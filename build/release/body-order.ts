@@ -29,12 +29,7 @@ export interface BodyName {
 /** Writes the ordered list of a release to `.body-order.tsv` (temp, removed by removeBodyOrder); returns its path. */
 export async function writeBodyOrder(releaseDir: string): Promise<string> {
   const out = path.join(releaseDir, '.body-order.tsv')
-  // The environment is replaced, not inherited: byte order (LC_ALL=C) whatever the caller's locale,
-  // temp files beside the release; the command is found on the default /usr/bin:/bin.
-  await run('sort', [...SORT_MEMORY, '-t', '\t', '-k2,2', '-k1,1', '-o', out, path.join(releaseDir, 'manifest.tsv')], {
-    env: { LC_ALL: 'C', TMPDIR: releaseDir },
-    maxBuffer: 1 << 20,
-  })
+  await sortFile(releaseDir, path.join(releaseDir, 'manifest.tsv'), out, ['-k2,2', '-k1,1'])
   return out
 }
 
@@ -45,11 +40,18 @@ export async function writeBodyOrder(releaseDir: string): Promise<string> {
  */
 export async function writePathOrder(releaseDir: string): Promise<string> {
   const out = path.join(releaseDir, '.path-order.tsv')
-  await run('sort', [...SORT_MEMORY, '-t', '\t', '-k1,1', '-o', out, path.join(releaseDir, 'manifest.tsv')], {
+  await sortFile(releaseDir, path.join(releaseDir, 'manifest.tsv'), out, ['-k1,1'])
+  return out
+}
+
+/** Sorts the tab-separated lines of `input` into `out` by `keys` (sort's options), in byte order. */
+export async function sortFile(releaseDir: string, input: string, out: string, keys: string[]): Promise<void> {
+  // The environment is replaced, not inherited: byte order (LC_ALL=C) whatever the caller's locale,
+  // temp files beside the release; the command is found on the default /usr/bin:/bin.
+  await run('sort', [...SORT_MEMORY, '-t', '\t', ...keys, '-o', out, input], {
     env: { LC_ALL: 'C', TMPDIR: releaseDir },
     maxBuffer: 1 << 20,
   })
-  return out
 }
 
 /** Removes the list written by writeBodyOrder or writePathOrder. */
@@ -59,10 +61,14 @@ export function removeBodyOrder(file: string): void {
 
 /** The API files (`public/api/…`) of an ordered list, in its order. */
 export async function* readBodyOrder(file: string): AsyncGenerator<BodyName> {
-  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity })
-  for await (const line of lines) {
+  for await (const line of readLines(file)) {
     if (!line.startsWith('public/api/')) continue
     const [name, sha256] = line.split('\t') as [string, string]
     yield { name, sha256 }
   }
+}
+
+/** The lines of a file, without their line ends. */
+export function readLines(file: string): AsyncIterable<string> {
+  return createInterface({ input: createReadStream(file), crlfDelay: Infinity })
 }

@@ -57,7 +57,9 @@ export async function rereleaseRelease(options: Pick<BuildOptions, 'distDir' | '
   const started = Date.now()
   const pending = prepareRelease(options.distDir)
   try {
-    const writer = createReleaseWriter(pending.dir, (s) => options.log(`… ${s.files} names relinked`), path.join(options.distDir, 'store'))
+    const writer = createReleaseWriter(pending.dir, (s) => options.log(`… ${s.files} names relinked`), path.join(options.distDir, 'store'), {
+      packBodies: options.release.snapshot || options.release.archive,
+    })
     await relinkNames(sourceDir, writer)
     const stats = writer.finish()
     // The catalog is one file, not a served body: a link to the kept one (same bytes, same inode).

@@ -15,6 +15,7 @@ import { formatCpu } from '../cpu.ts'
 import { writeArchive } from './archive.ts'
 import { writeArchiveInChild } from './archive-child.ts'
 import { removeBodyOrder, writeBodyOrder, writePathOrder } from './body-order.ts'
+import { hasBodyPack, removeBodyPack, sortBodyPack } from './body-pack.ts'
 import { stampContentMtime } from './content-mtime.ts'
 import { writeFeed, readPointer } from './feed.ts'
 import type { DiffCounts, FileRef, Pointer } from './formats.ts'
@@ -66,14 +67,18 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
   // The two sorts of manifest.tsv for the snapshot and the archive (body-order.ts) run as child
   // processes while this thread hashes the catalog and writes the mirror manifest.
+  // The body pack's index is sorted beside them, when the build wrote one (body-pack.ts).
+  const extrasWanted = input.options.snapshot || input.options.archive
   const orders = Promise.all([
-    input.options.snapshot || input.options.archive ? writeBodyOrder(releaseDir) : null,
+    extrasWanted ? writeBodyOrder(releaseDir) : null,
     input.options.snapshot ? writePathOrder(releaseDir) : null,
+    extrasWanted && hasBodyPack(releaseDir) ? sortBodyPack(releaseDir) : null,
   ])
   // Awaited below; a failure surfaces there, not as an unhandled rejection meanwhile.
   orders.catch(() => {})
   let bodyOrder: string | null = null
   let pathOrder: string | null = null
+  let pack: Awaited<ReturnType<typeof sortBodyPack>> | null = null
   let snapshot: FileRef | null = null
   let archive: FileRef | null = null
   let catalog: FileRef
@@ -85,12 +90,15 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
 
-    await input.catalogReady
+    if (input.catalogReady) {
+      await input.catalogReady
+      input.log(`The catalog was compacted after ${seconds(started)}s of sealing`)
+    }
     linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
     catalog = await seal(catalogName, before?.catalog)
     // Both names stay one inode (the shim opens catalog.sqlite, mirrors fetch /mirror/catalog.sqlite).
     replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
-    ;[bodyOrder, pathOrder] = await orders
+    ;[bodyOrder, pathOrder, pack] = await orders
     const catalogSha256 = catalog.sha256
 
     // The snapshot and the archive at the same time: the archive in a second process (its reads
@@ -98,7 +106,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const snapshotTask = async (): Promise<FileRef | null> => {
       if (!input.options.snapshot) return null
       const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
-      await writeSnapshot(releaseDir, bodyOrder!, pathOrder!, path.join(releaseDir, name), catalogSha256)
+      await writeSnapshot(releaseDir, bodyOrder!, pathOrder!, path.join(releaseDir, name), catalogSha256, pack)
       const ref = await seal(name, before?.snapshot)
       input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
       return ref
@@ -107,10 +115,10 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
       if (!input.options.archive) return null
       const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
       if (input.options.archiveWorker) {
-        const usage = await writeArchiveInChild(releaseDir, bodyOrder!, path.join(releaseDir, name))
+        const usage = await writeArchiveInChild(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
         input.log(`The archive worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
       } else {
-        await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name))
+        await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
       }
       const ref = await seal(name, before?.archive)
       input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
@@ -126,6 +134,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const [b, p] = await orders.catch(() => [null, null])
     if (b) removeBodyOrder(b)
     if (p) removeBodyOrder(p)
+    removeBodyPack(releaseDir)
   }
   if (before?.snapshot && !snapshot) extras.removed++
   if (before?.archive && !archive) extras.removed++

@@ -17,7 +17,7 @@ import { serialize } from 'node:v8'
 import { z } from 'zod'
 import { createReleaseTree } from './tree.ts'
 import { applyWriteBatch, createWriteBatch, packWriteBatch, type ReleaseSink, type WriteBatch } from './write-sink.ts'
-import { createManifestRecorder, describeCopy, hashBody, type WriteStats } from './writer.ts'
+import { createManifestRecorder, describeCopy, hashBody, type RecorderOptions, type WriteStats } from './writer.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
 
 /**
@@ -45,13 +45,13 @@ type FinishedReply = Extract<z.infer<typeof replySchema>, { type: 'finished' }>
 export type WritePool = ReleaseSink & { readonly pid: number | undefined }
 
 /** Starts the write process for the release in `releaseDir` (see createReleaseWriter for `storeDir`). */
-export function createWritePool(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null): WritePool {
+export function createWritePool(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null, options: RecorderOptions = {}): WritePool {
   const child: ChildProcess = spawnBuildWorker(new URL('./write-worker.ts', import.meta.url), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const spool = path.join(releaseDir, SPOOL_DIR)
   mkdirSync(spool)
-  const recorder = createManifestRecorder(releaseDir, onProgress)
+  const recorder = createManifestRecorder(releaseDir, onProgress, options)
   const tree = createReleaseTree(releaseDir, storeDir)
   let batch = createWriteBatch()
   const queue: WriteBatch[] = []
@@ -131,7 +131,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
     },
     write(names, bytes) {
       const sha256 = hashBody(bytes)
-      recorder.record(names, sha256, bytes.length, false)
+      recorder.record(names, sha256, bytes.length, false, bytes)
       batch.sizes.push(bytes.length)
       batch.chunks.push(bytes)
       batch.size += bytes.length

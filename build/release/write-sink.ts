@@ -8,7 +8,7 @@
  */
 import { z } from 'zod'
 import type { ReleaseTree } from './tree.ts'
-import { createReleaseWriter, type WriteStats } from './writer.ts'
+import { createReleaseWriter, type RecorderOptions, type WriteStats } from './writer.ts'
 
 /** CPU and peak memory of the write process (it adds to the build's). */
 export interface WriterUsage {
@@ -89,8 +89,8 @@ export function applyWriteBatch(tree: ReleaseTree, batch: WriteBatch): number {
 }
 
 /** A sink writing on this thread (BUILD_WRITE_WORKER=0, or a build without a second process). */
-export function createLocalSink(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null): ReleaseSink {
-  const writer = createReleaseWriter(releaseDir, onProgress, storeDir)
+export function createLocalSink(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null, options: RecorderOptions = {}): ReleaseSink {
+  const writer = createReleaseWriter(releaseDir, onProgress, storeDir, options)
   return {
     write: (names, bytes) => writer.write(names, bytes),
     copy: (name, source) => writer.copy(name, source),

@@ -15,6 +15,7 @@
 import { createHash } from 'node:crypto'
 import { closeSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
+import { createBodyPackWriter } from './body-pack.ts'
 import { formatEntry, listShards, shardOf } from './manifest.ts'
 import { createReleaseTree } from './tree.ts'
 
@@ -44,8 +45,11 @@ export interface ReleaseWriter {
 
 /** The manifest half of a writer: the lines of every name, in the order they are recorded. */
 export interface ManifestRecorder {
-  /** Records the names of one body; `written`: the tree wrote it (not found in the store). */
-  record(names: readonly string[], sha256: string, size: number, written: boolean): void
+  /**
+   * Records the names of one body; `written`: the tree wrote it (not found in the store). `bytes`,
+   * the body (not given for a copied file object), goes into the body pack when there is one.
+   */
+  record(names: readonly string[], sha256: string, size: number, written: boolean, bytes?: Uint8Array): void
   /** Totals so far (`written` counts what record was told). */
   readonly stats: WriteStats
   /** Closes the manifest and marks the release complete: call it once every body is in the tree. */
@@ -57,18 +61,24 @@ export interface ManifestRecorder {
 /** Release-relative folder of the unsorted manifest shards the writer appends to. */
 export const RAW_SHARDS_DIR = '.manifest'
 
+/** Options of a release's manifest recorder. */
+export interface RecorderOptions {
+  /** Append every body to the body pack (body-pack.ts), for the snapshot and the archive to read. */
+  packBodies?: boolean
+}
+
 /**
  * Creates a writer for `releaseDir`. The manifest is `releaseDir/manifest.tsv` (path, sha256, size,
  * in write order) and the same lines spread over `.manifest/<shard>.tsv` for sealManifest.
  * `storeDir` null disables the content store.
  */
-export function createReleaseWriter(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null = null): ReleaseWriter {
+export function createReleaseWriter(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null = null, options: RecorderOptions = {}): ReleaseWriter {
   const tree = createReleaseTree(releaseDir, storeDir)
-  const recorder = createManifestRecorder(releaseDir, onProgress)
+  const recorder = createManifestRecorder(releaseDir, onProgress, options)
   return {
     write(names, bytes) {
       const sha256 = hashBody(bytes)
-      recorder.record(names, sha256, bytes.length, tree.put(names, bytes, sha256))
+      recorder.record(names, sha256, bytes.length, tree.put(names, bytes, sha256), bytes)
     },
     copy(name, source) {
       const { sha256, size } = describeCopy(name, source)
@@ -88,9 +98,13 @@ export function describeCopy(name: string, source: string): { sha256: string; si
   return { sha256: name.split('/').at(-2)!, size: statSync(source).size }
 }
 
-/** Creates the manifest of `releaseDir` (manifest.tsv and the raw shards); `onProgress` every 5 s or so. */
-export function createManifestRecorder(releaseDir: string, onProgress: (stats: WriteStats) => void): ManifestRecorder {
+/**
+ * Creates the manifest of `releaseDir` (manifest.tsv and the raw shards, and the body pack when
+ * `options.packBodies`); `onProgress` every 5 s or so.
+ */
+export function createManifestRecorder(releaseDir: string, onProgress: (stats: WriteStats) => void, options: RecorderOptions = {}): ManifestRecorder {
   const manifest = openSync(path.join(releaseDir, 'manifest.tsv'), 'w')
+  const pack = options.packBodies ? createBodyPackWriter(releaseDir) : null
   mkdirSync(path.join(releaseDir, RAW_SHARDS_DIR), { recursive: true })
   const shards = new Map(listShards().map((s) => [s, { fd: openSync(path.join(releaseDir, RAW_SHARDS_DIR, `${s}.tsv`), 'w'), lines: [] as string[] }]))
   const stats: WriteStats = { files: 0, bodies: 0, bytes: 0, written: 0 }
@@ -98,7 +112,8 @@ export function createManifestRecorder(releaseDir: string, onProgress: (stats: W
   let lastProgress = Date.now()
   return {
     stats,
-    record(names, sha256, size, written) {
+    record(names, sha256, size, written, bytes) {
+      if (bytes) pack?.append(sha256, bytes)
       for (const name of names) {
         const line = formatEntry({ path: name, sha256, size })
         lines.push(line)
@@ -129,10 +144,12 @@ export function createManifestRecorder(releaseDir: string, onProgress: (stats: W
         if (shard.lines.length > 0) writeSync(shard.fd, shard.lines.join(''))
         closeSync(shard.fd)
       }
+      pack?.finish()
       writeFileSync(path.join(releaseDir, '.complete'), '')
       return stats
     },
     close() {
+      pack?.close()
       closeSync(manifest)
       for (const shard of shards.values()) closeSync(shard.fd)
     },
