@@ -44,6 +44,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
+  let compaction: Promise<string> | null = null
   let catalogReady: Promise<void> | null = null
   let writer: ReleaseSink | null = null
   try {
@@ -67,22 +68,26 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     const recorder = { packBodies: options.release.snapshot || options.release.archive }
     writer = options.writeWorker ? createWritePool(pending.dir, onProgress, storeDir, recorder) : createLocalSink(pending.dir, onProgress, storeDir, recorder)
     const maps = await writeCatalog(ctx, db, settings)
+    // The catalog is complete: the renderers only read it (their temp tables are not part of it).
+    // Its statistics for the shim's query planner, for every table whatever this connection queried.
+    await db.exec(`PRAGMA main.optimize(0x10002)`)
     log(`Wrote the catalog database in ${secondsSince(started)}s${formatCpu(cpu)}`)
+    // Compacted into a new file by a second connection while the tree is rendered (VACUUM in place
+    // would write the whole database twice: to a temporary copy, then back through the journal). It
+    // reads on its own SQLite thread beside the renderers' queries; renamed over catalog.sqlite once
+    // rendering is done, and sealRelease waits for it before it touches the catalog.
+    compaction = compactCatalog(catalogFile)
+    // Awaited below, or in the catch when the build fails first.
+    compaction.catch(() => {})
     await writeSiteFiles(db, writer)
     await writeUserFiles(db, writer)
     await writeProjectFiles(db, maps, writer)
     await writeVersionFiles(db, writer)
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
-    await db.exec(`PRAGMA optimize`)
-    // Compacted into a new file and renamed over: VACUUM in place would write the whole database
-    // twice (to a temporary copy, then back through the journal). It runs on SQLite's thread while
-    // sealing writes the manifest on this one; sealRelease waits for it before it touches the catalog.
-    catalogReady = (async () => {
-      await db.run(`VACUUM INTO ?`, [`${catalogFile}.compact`])
-      await db.close()
-      renameSync(`${catalogFile}.compact`, catalogFile)
-    })()
+    await db.close()
+    const compacted = compaction
+    catalogReady = compacted.then((file) => renameSync(file, catalogFile))
     // Awaited by sealRelease, or below when the build fails first.
     catalogReady.catch(() => {})
     await staging.close()
@@ -116,12 +121,26 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   } catch (err) {
     // Neither the write process nor the compaction may write into a release folder being removed.
     await writer?.close()
+    await compaction?.catch(() => {})
     await catalogReady?.catch(() => {})
     await staging.close().catch(() => {})
     abortRelease(options.distDir, pending)
     if (err instanceof CatalogError) return { ok: false, problems: err.problems }
     throw err
   }
+}
+
+/** `VACUUM INTO` a new file beside `catalogFile`, on a connection of its own; resolves to the new file. */
+async function compactCatalog(catalogFile: string): Promise<string> {
+  const compact = `${catalogFile}.compact`
+  const db = await openDb(catalogFile)
+  try {
+    await db.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}`)
+    await db.run(`VACUUM INTO ?`, [compact])
+  } finally {
+    await db.close()
+  }
+  return compact
 }
 
 function secondsSince(start: number): string {

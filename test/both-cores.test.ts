@@ -13,7 +13,8 @@ import { resolveBuildOptions } from '../build/config.ts'
 import { runBuild } from '../build/index.ts'
 import { createLoadPool } from '../build/load-pool.ts'
 import { parseRecordChunk } from '../build/load-records.ts'
-import { writeArchiveInChild } from '../build/release/archive-child.ts'
+import { openDb } from '../build/db/sqlite.ts'
+import { writeArchiveInChild, writeSnapshotInChild } from '../build/release/seal-child.ts'
 import { resolveReleaseOptions } from '../build/release/options.ts'
 import { createWritePool } from '../build/release/write-pool.ts'
 import { createReleaseWriter } from '../build/release/writer.ts'
@@ -66,26 +67,42 @@ describe('load worker', () => {
     expect(withWorker).toEqual(await run(false))
   })
 
-  it('writes the same release bytes with and without the load and archive workers', async () => {
+  it('writes the same release bytes with and without the load, archive and snapshot workers', async () => {
     const data = copySampleData(path.join(root, 'same'))
     const logs: string[] = []
-    const a = await buildRelease(data, path.join(root, 'same/dist-worker'), { loadWorker: true, release: resolveReleaseOptions({ archiveWorker: true }), log: (l) => logs.push(l) })
-    const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorker: false, release: resolveReleaseOptions({ archiveWorker: false }) })
+    const workers = resolveReleaseOptions({ archiveWorker: true, snapshotWorker: true })
+    const a = await buildRelease(data, path.join(root, 'same/dist-worker'), { loadWorker: true, release: workers, log: (l) => logs.push(l) })
+    const mainLogs: string[] = []
+    const alone = resolveReleaseOptions({ archiveWorker: false, snapshotWorker: false })
+    const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorker: false, release: alone, log: (l) => mainLogs.push(l) })
     for (const key of ['manifest', 'catalog', 'snapshot', 'archive'] as const) expect(a.pointer[key], key).toEqual(b.pointer[key])
     expect(a.pointer.archive?.size).toBeGreaterThan(10_000)
+    expect(a.pointer.snapshot?.size).toBeGreaterThan(100_000)
     expect(a.pointer.files).toBeGreaterThan(500)
-    expect(logs.some((l) => /^The archive worker used [\d.]+s of CPU, peak RSS \d+ MB$/.test(l))).toBe(true)
+    for (const worker of ['archive', 'snapshot']) {
+      expect(logs.some((l) => new RegExp(`^The ${worker} worker used [\\d.]+s of CPU, peak RSS \\d+ MB$`).test(l)), worker).toBe(true)
+      expect(mainLogs.some((l) => l.startsWith(`The ${worker} worker`)), worker).toBe(false)
+    }
   })
 })
 
-describe('archive worker', () => {
-  it('fails with the reason and the way to do without it, leaving no file behind', async () => {
+describe('archive and snapshot workers', () => {
+  it('fail with the reason and the way to do without them, leaving no file behind', async () => {
     const dir = mkdtempSync(path.join(root, 'archive-fail-'))
     const target = path.join(dir, 'tree.tar.gz')
     const failed = writeArchiveInChild(dir, path.join(dir, 'no-such-order-file'), target)
     await expect(failed).rejects.toThrow(/archive worker exited \(1\); BUILD_ARCHIVE_WORKER=0[\s\S]*ENOENT[\s\S]*no-such-order-file/)
     expect(existsSync(target)).toBe(false)
     expect(existsSync(`${target}.tmp`)).toBe(false)
+    // The snapshot gets as far as its copy of the catalog, then finds no order file: the copy is removed.
+    const db = await openDb(path.join(dir, 'catalog.sqlite'))
+    await db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)`)
+    await db.close()
+    const snapshot = path.join(dir, 'snapshot.sqlite')
+    const noOrder = writeSnapshotInChild(dir, path.join(dir, 'no-such-order-file'), path.join(dir, 'no-such-path-order'), snapshot, 'c'.repeat(64))
+    await expect(noOrder).rejects.toThrow(/snapshot worker exited \(1\); BUILD_SNAPSHOT_WORKER=0[\s\S]*ENOENT[\s\S]*no-such-order-file/)
+    expect(existsSync(snapshot)).toBe(false)
+    expect(existsSync(`${snapshot}.tmp`)).toBe(false)
   })
 })
 

@@ -32,7 +32,7 @@ const logs: string[] = []
 let removedSha = ''
 
 const build = (overrides: Partial<BuildOptions> = {}): Promise<BuiltRelease> =>
-  buildRelease(data, dist, { keepReleases: 2, release: { snapshot: true, archive: true, feedRetention: 2, archiveWorker: true }, log: (l) => logs.push(l), ...overrides })
+  buildRelease(data, dist, { keepReleases: 2, release: { snapshot: true, archive: true, feedRetention: 2, archiveWorker: true, snapshotWorker: true }, log: (l) => logs.push(l), ...overrides })
 
 const release = (id: string): string => path.join(dist, 'releases', id)
 const inode = (file: string): number => statSync(file).ino

@@ -17,7 +17,7 @@ import { buildRelease, copySampleData, editSummary, json, readChangesOf, readMan
 const root = mkdtempSync(path.join(os.tmpdir(), 'rollback-test-'))
 const data = copySampleData(root)
 const dist = path.join(root, 'dist')
-const options = resolveBuildOptions({ distDir: dist, countersFile: null, log: () => {}, release: { snapshot: true, archive: true, feedRetention: 10, archiveWorker: true } })
+const options = resolveBuildOptions({ distDir: dist, countersFile: null, log: () => {}, release: { snapshot: true, archive: true, feedRetention: 10, archiveWorker: true, snapshotWorker: true } })
 let first: BuiltRelease
 let second: BuiltRelease
 let rolled: Rerelease

@@ -12,6 +12,8 @@ export interface ReleaseOptions {
   feedRetention: number
   /** Write the archive in a second process, on the second core (BUILD_ARCHIVE_WORKER=0: in the build's own). */
   archiveWorker: boolean
+  /** Write the snapshot in a second process, beside the manifest (BUILD_SNAPSHOT_WORKER=0: in the build's own). */
+  snapshotWorker: boolean
 }
 
 /** Resolves release options from overrides and an environment map (README, "Configuration"). */
@@ -22,6 +24,7 @@ export function resolveReleaseOptions(overrides: Partial<ReleaseOptions> = {}, e
     archive: overrides.archive ?? env.RELEASE_ARCHIVE !== '0',
     feedRetention: overrides.feedRetention ?? (Number.isInteger(retention) && retention > 0 ? retention : DEFAULT_FEED_RETENTION),
     archiveWorker: overrides.archiveWorker ?? env.BUILD_ARCHIVE_WORKER !== '0',
+    snapshotWorker: overrides.snapshotWorker ?? env.BUILD_SNAPSHOT_WORKER !== '0',
   }
 }
 

@@ -13,7 +13,6 @@ import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFil
 import path from 'node:path'
 import { formatCpu } from '../cpu.ts'
 import { writeArchive } from './archive.ts'
-import { writeArchiveInChild } from './archive-child.ts'
 import { removeBodyOrder, writeBodyOrder, writePathOrder } from './body-order.ts'
 import { hasBodyPack, removeBodyPack, sortBodyPack } from './body-pack.ts'
 import { stampContentMtime } from './content-mtime.ts'
@@ -23,6 +22,7 @@ import { hashFile } from './hash-file.ts'
 import { addCounts, hashBytes, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
 import { writeManifest } from './seal-manifest.ts'
+import { writeArchiveInChild, writeSnapshotInChild } from './seal-child.ts'
 import { writeSnapshot } from './snapshot.ts'
 import { linkOrCopy, type WriteStats } from './writer.ts'
 
@@ -66,8 +66,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
   // The two sorts of manifest.tsv for the snapshot and the archive (body-order.ts) run as child
-  // processes while this thread hashes the catalog and writes the mirror manifest.
-  // The body pack's index is sorted beside them, when the build wrote one (body-pack.ts).
+  // processes while this thread writes the mirror manifest; the body pack's index is sorted beside
+  // them, when the build wrote one (body-pack.ts).
   const extrasWanted = input.options.snapshot || input.options.archive
   const orders = Promise.all([
     extrasWanted ? writeBodyOrder(releaseDir) : null,
@@ -76,60 +76,68 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   ])
   // Awaited below; a failure surfaces there, not as an unhandled rejection meanwhile.
   orders.catch(() => {})
-  let bodyOrder: string | null = null
-  let pathOrder: string | null = null
-  let pack: Awaited<ReturnType<typeof sortBodyPack>> | null = null
-  let snapshot: FileRef | null = null
-  let archive: FileRef | null = null
-  let catalog: FileRef
-  let sealed: ReturnType<typeof writeManifest>
-  let feed: ReturnType<typeof writeFeed>
-  const previous = before?.serial ?? null
-  try {
-    sealed = writeManifest(releaseDir, previousDir, { serial, id })
-    input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
-    feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous, createdAt, counts: sealed.counts }, input.options.feedRetention)
-
+  // Each part starts as soon as what it reads is ready, beside the others: the manifest on this
+  // thread (a shard at a time), the archive in a worker process once the orders are sorted, the
+  // snapshot in another once the catalog (compacted during the render) is hashed too.
+  const catalogTask = (async (): Promise<FileRef> => {
     if (input.catalogReady) {
       await input.catalogReady
       input.log(`The catalog was compacted after ${seconds(started)}s of sealing`)
     }
     linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
-    catalog = await seal(catalogName, before?.catalog)
+    const ref = await seal(catalogName, before?.catalog)
     // Both names stay one inode (the shim opens catalog.sqlite, mirrors fetch /mirror/catalog.sqlite).
     replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
-    ;[bodyOrder, pathOrder, pack] = await orders
-    const catalogSha256 = catalog.sha256
-
-    // The snapshot and the archive at the same time: the archive in a second process (its reads
-    // and tar framing on the second core), the snapshot here, waiting on SQLite's thread meanwhile.
-    const snapshotTask = async (): Promise<FileRef | null> => {
-      if (!input.options.snapshot) return null
-      const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
-      await writeSnapshot(releaseDir, bodyOrder!, pathOrder!, path.join(releaseDir, name), catalogSha256, pack)
-      const ref = await seal(name, before?.snapshot)
-      input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
-      return ref
+    return ref
+  })()
+  const manifestTask = (async () => {
+    const sealed = await writeManifest(releaseDir, previousDir, { serial, id })
+    input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+    const feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous: before?.serial ?? null, createdAt, counts: sealed.counts }, input.options.feedRetention)
+    return { sealed, feed }
+  })()
+  const snapshotTask = (async (): Promise<FileRef | null> => {
+    if (!input.options.snapshot) return null
+    const [[bodyOrder, pathOrder, pack], catalog] = await Promise.all([orders, catalogTask])
+    const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
+    const target = path.join(releaseDir, name)
+    if (input.options.snapshotWorker) {
+      const usage = await writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack)
+      input.log(`The snapshot worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
+    } else {
+      await writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack)
     }
-    const archiveTask = async (): Promise<FileRef | null> => {
-      if (!input.options.archive) return null
-      const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
-      if (input.options.archiveWorker) {
-        const usage = await writeArchiveInChild(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
-        input.log(`The archive worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
-      } else {
-        await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
-      }
-      const ref = await seal(name, before?.archive)
-      input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
-      return ref
+    const ref = await seal(name, before?.snapshot)
+    input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+    return ref
+  })()
+  const archiveTask = (async (): Promise<FileRef | null> => {
+    if (!input.options.archive) return null
+    const [bodyOrder, , pack] = await orders
+    const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
+    if (input.options.archiveWorker) {
+      const usage = await writeArchiveInChild(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
+      input.log(`The archive worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
+    } else {
+      await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
     }
-    // allSettled: a failing one must not leave the other writing into a release being removed.
-    const [s, a] = await Promise.allSettled([snapshotTask(), archiveTask()])
-    if (s.status === 'rejected') throw s.reason
-    if (a.status === 'rejected') throw a.reason
-    snapshot = s.value
-    archive = a.value
+    const ref = await seal(name, before?.archive)
+    input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+    return ref
+  })()
+  let snapshot: FileRef | null
+  let archive: FileRef | null
+  let catalog: FileRef
+  let sealed: Awaited<typeof manifestTask>['sealed']
+  let feed: Awaited<typeof manifestTask>['feed']
+  try {
+    // allSettled: a failing part must not leave another writing into a release being removed.
+    const [m, c, s, a] = await Promise.allSettled([manifestTask, catalogTask, snapshotTask, archiveTask])
+    for (const r of [m, c, s, a]) if (r.status === 'rejected') throw r.reason
+    ;({ sealed, feed } = (m as PromiseFulfilledResult<Awaited<typeof manifestTask>>).value)
+    catalog = (c as PromiseFulfilledResult<FileRef>).value
+    snapshot = (s as PromiseFulfilledResult<FileRef | null>).value
+    archive = (a as PromiseFulfilledResult<FileRef | null>).value
   } finally {
     const [b, p] = await orders.catch(() => [null, null])
     if (b) removeBodyOrder(b)
@@ -143,7 +151,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     format: 1,
     serial,
     id,
-    previous,
+    previous: before?.serial ?? null,
     createdAt,
     sourceRevision: input.sourceRevision,
     files: input.stats.files,

@@ -1,0 +1,74 @@
+/**
+ * The archive and the snapshot written in child processes (archive-worker.ts, snapshot-worker.ts
+ * under vite-node, about 0.4 s to start): the same bytes as writeArchive and writeSnapshot in this
+ * one. The seal writes the manifest on the build's thread while the archive (as soon as the body
+ * order is sorted) and the snapshot (as soon as the catalog is compacted too) are written beside
+ * it; in one process they all shared one thread and the seal ran at about one core
+ * (bench/results/BUILD-PROFILE.md).
+ */
+import { z } from 'zod'
+import { readPeakRssBytes } from '../cpu.ts'
+import type { BodyPackFiles } from './body-pack.ts'
+import { spawnBuildWorker } from '../worker-process.ts'
+
+const usageSchema = z.object({ maxRss: z.number(), cpuSeconds: z.number() })
+
+/** What a worker used, for the build's log. */
+export type SealWorkerUsage = z.infer<typeof usageSchema>
+
+/** Writes the archive of `releaseDir` to `target` in a child process (writeArchive's arguments); rejects with its error output when it fails. */
+export function writeArchiveInChild(releaseDir: string, orderFile: string, target: string, pack: BodyPackFiles | null = null): Promise<SealWorkerUsage> {
+  const args = [releaseDir, orderFile, target, ...packArgs(pack)]
+  return runSealWorker(new URL('./archive-worker.ts', import.meta.url), args, `archive worker exited (%s); BUILD_ARCHIVE_WORKER=0 writes the archive in the build's own process`)
+}
+
+/** Writes the snapshot of `releaseDir` to `target` in a child process (writeSnapshot's arguments); rejects with its error output when it fails. */
+export function writeSnapshotInChild(
+  releaseDir: string,
+  orderFile: string,
+  pathOrderFile: string,
+  target: string,
+  catalogSha256: string,
+  pack: BodyPackFiles | null = null,
+): Promise<SealWorkerUsage> {
+  const args = [releaseDir, orderFile, pathOrderFile, target, catalogSha256, ...packArgs(pack)]
+  return runSealWorker(new URL('./snapshot-worker.ts', import.meta.url), args, `snapshot worker exited (%s); BUILD_SNAPSHOT_WORKER=0 writes the snapshot in the build's own process`)
+}
+
+function packArgs(pack: BodyPackFiles | null): string[] {
+  return pack ? [pack.pack, pack.sortedIndex] : []
+}
+
+/** Runs a seal worker to its end; `failure` (with %s for the exit code or signal) heads the error, followed by the tail of its stderr. */
+function runSealWorker(entry: URL, args: string[], failure: string): Promise<SealWorkerUsage> {
+  const child = spawnBuildWorker(entry, ['--', ...args], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
+  let stderr = ''
+  let usage: SealWorkerUsage = { maxRss: 0, cpuSeconds: 0 }
+  child.stderr!.on('data', (d: Buffer) => {
+    // The tail is what says why; a runaway worker must not grow this without bound.
+    stderr = (stderr + d.toString()).slice(-4000)
+  })
+  child.on('message', (message) => {
+    usage = usageSchema.parse(message)
+  })
+  return new Promise((resolve, reject) => {
+    child.on('error', reject)
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve(usage)
+      else reject(new Error(`${failure.replace('%s', String(signal ?? code))}\n${stderr.trim()}`))
+    })
+  })
+}
+
+/** The end of a worker's entry: reports its usage, or its error on stderr with a non-zero exit. */
+export async function runAsSealWorker(name: string, work: () => Promise<void>): Promise<void> {
+  try {
+    await work()
+    const usage = process.resourceUsage()
+    process.send?.({ maxRss: readPeakRssBytes(), cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6 })
+  } catch (err) {
+    process.stderr.write(`${name}: ${String((err as Error).stack ?? err)}\n`)
+    process.exitCode = 1
+  }
+  process.disconnect?.()
+}
