@@ -9,6 +9,8 @@ export const buildDefaults = {
   distDir: 'dist',
   baseUrl: 'http://localhost:3000',
   keepReleases: 3,
+  /** Two: file reads and parsing keep both cores busy beside the main thread's inserts (bench/results/BUILD-PROFILE.md). */
+  loadWorkers: 2,
 } as const
 
 /** Resolves build options from overrides and an environment map (see README, "Configuration"). */
@@ -27,9 +29,15 @@ export function resolveBuildOptions(
     keepReleases: overrides.keepReleases ?? (Number.isInteger(keep) && keep > 0 ? keep : buildDefaults.keepReleases),
     countersFile: overrides.countersFile !== undefined ? overrides.countersFile : path.resolve(env.COUNTERS_FILE ?? path.join(distDir, 'counters.sqlite')),
     sourceRevision: overrides.sourceRevision ?? env.SOURCE_REVISION ?? null,
-    loadWorker: overrides.loadWorker ?? env.BUILD_LOAD_WORKER !== '0',
+    loadWorkers: overrides.loadWorkers ?? resolveLoadWorkers(env.BUILD_LOAD_WORKER),
     writeWorker: overrides.writeWorker ?? env.BUILD_WRITE_WORKER !== '0',
     release: resolveReleaseOptions(overrides.release, env),
     log: overrides.log ?? ((line) => process.stderr.write(line + '\n')),
   }
+}
+
+/** Load workers from BUILD_LOAD_WORKER: a count from 0 to 4, else the default. */
+function resolveLoadWorkers(value: string | undefined): number {
+  const n = Number(value)
+  return value !== undefined && value !== '' && Number.isInteger(n) && n >= 0 && n <= 4 ? n : buildDefaults.loadWorkers
 }

@@ -21,8 +21,8 @@ export interface BuildOptions {
   countersFile: string | null
   /** Source revision recorded in the release (e.g. a git commit); null: the data folder's git HEAD, if any. */
   sourceRevision: string | null
-  /** Parse half of the source records in a second process (load-pool.ts), on the second core. */
-  loadWorker: boolean
+  /** Load workers (load-pool.ts) parsing source records beside the main thread; 0: the main thread alone. */
+  loadWorkers: number
   /** Write the release tree in a second process (release/write-pool.ts) while this one renders. */
   writeWorker: boolean
   /** Snapshot, archive and feed retention of the release. */

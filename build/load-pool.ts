@@ -1,6 +1,6 @@
 /**
- * The load worker seen from the build: one child process (load-worker.ts under vite-node, about
- * 0.4 s to start) that parses chunks of record files on the second core while the main thread
+ * The load workers seen from the build: child processes (load-worker.ts under vite-node, about
+ * 0.4 s to start) that parse chunks of record files on the other core while the main thread
  * parses others and feeds SQLite. `run` resolves with the same RecordChunk that parseRecordChunk
  * would return here.
  */
@@ -14,18 +14,39 @@ const replySchema = z.union([
   z.object({ id: z.number().int(), error: z.string() }),
 ])
 
-/** A running load worker. */
+/** Running load workers. */
 export interface LoadPool {
-  /** Chunks sent and not yet answered. */
+  /** Worker processes. */
+  readonly size: number
+  /** Chunks sent and not yet answered, over all the workers. */
   readonly busy: number
-  /** Parses `files` of `kind` in the worker. */
+  /** Parses `files` of `kind` in the worker with the fewest chunks in hand. */
   run(kind: RecordKindName, files: readonly string[]): Promise<RecordChunk>
-  /** Stops the worker; returns its peak RSS in bytes (its memory adds to the build's) and CPU time. */
+  /** Stops the workers; returns their peak RSS summed, in bytes (their memory adds to the build's), and CPU time summed. */
   close(): Promise<{ maxRss: number; cpuSeconds: number }>
 }
 
-/** Starts the load worker for the catalog in `dataDir`. */
-export function createLoadPool(dataDir: string): LoadPool {
+/** Starts `workers` load workers (at least one) for the catalog in `dataDir`. */
+export function createLoadPool(dataDir: string, workers = 1): LoadPool {
+  const all = Array.from({ length: Math.max(1, workers) }, () => startLoadWorker(dataDir))
+  return {
+    size: all.length,
+    get busy() {
+      return all.reduce((n, w) => n + w.busy, 0)
+    },
+    run(kind, files) {
+      const idlest = all.reduce((a, b) => (b.busy < a.busy ? b : a))
+      return idlest.run(kind, files)
+    },
+    async close() {
+      const usages = await Promise.all(all.map((w) => w.close()))
+      return { maxRss: usages.reduce((n, u) => n + u.maxRss, 0), cpuSeconds: usages.reduce((n, u) => n + u.cpuSeconds, 0) }
+    },
+  }
+}
+
+/** One load worker process. */
+function startLoadWorker(dataDir: string): Omit<LoadPool, 'size'> {
   const child: ChildProcess = spawnBuildWorker(new URL('./load-worker.ts', import.meta.url), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     // Structured clone: the rows are strings, copied without a JSON round trip.

@@ -25,13 +25,13 @@ const BATCH = 1000
 const CHUNK = 128
 /** Chunks parsed ahead of the oldest one not yet applied (bounds the rows held in memory). */
 const AHEAD = 8
-/** Chunks queued at the worker: it never waits for the next one while this thread parses its own. */
+/** Chunks queued at each worker: it never waits for the next one while this thread parses its own. */
 const WORKER_QUEUE = 2
 
 /** Loads every source record into staging; problems are collected in ctx. Returns record counts. */
 export async function loadSource(ctx: BuildContext): Promise<Record<string, number>> {
   const counts: Record<string, number> = {}
-  const pool = ctx.options.loadWorker ? createLoadPool(ctx.options.dataDir) : null
+  const pool = ctx.options.loadWorkers > 0 ? createLoadPool(ctx.options.dataDir, ctx.options.loadWorkers) : null
   try {
     for (const kind of Object.keys(recordKinds) as RecordKindName[]) {
       const { tables } = recordKinds[kind]
@@ -39,7 +39,7 @@ export async function loadSource(ctx: BuildContext): Promise<Record<string, numb
     }
   } finally {
     const usage = await pool?.close()
-    if (usage) ctx.options.log(`… the load worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB`)
+    if (usage) ctx.options.log(`… the load worker${pool!.size > 1 ? `s (${pool!.size}) ` : ' '}used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB`)
   }
   if (counts.s_catalog === 0) addProblem(ctx, 'catalog.json', '(record)', 'missing: the catalog needs a catalog.json')
   return counts
@@ -65,7 +65,7 @@ async function loadKind(ctx: BuildContext, kind: RecordKindName, pool: LoadPool 
     }
   }
   const dispatch = async (files: string[]): Promise<void> => {
-    if (pool && pool.busy < WORKER_QUEUE) {
+    if (pool && pool.busy < WORKER_QUEUE * pool.size) {
       const remote = pool.run(kind, files)
       // Awaited in order below; a failure surfaces there.
       remote.catch(() => {})

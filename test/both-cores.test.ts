@@ -52,29 +52,30 @@ describe('load worker', () => {
     }
   })
 
-  it('gives the same problems in the same order with and without the worker', async () => {
+  it('gives the same problems in the same order with no, one or two workers', async () => {
     const data = copySampleData(path.join(root, 'problems'))
     for (const slug of ['sodium', 'iris', 'appleskin']) {
       writeFileSync(path.join(data, 'projects', slug, 'versions', 'zz-bad.json'), JSON.stringify({ id: 'x', channel: 'nightly' }))
     }
-    const run = async (loadWorker: boolean) => {
-      const result = await runBuild(resolveBuildOptions({ dataDir: data, distDir: path.join(root, `problems-${loadWorker}`), countersFile: null, loadWorker, log: () => {} }))
+    const run = async (loadWorkers: number) => {
+      const result = await runBuild(resolveBuildOptions({ dataDir: data, distDir: path.join(root, `problems-${loadWorkers}`), countersFile: null, loadWorkers, log: () => {} }))
       expect(result.ok).toBe(false)
       return result.ok ? [] : result.problems
     }
-    const withWorker = await run(true)
-    expect(withWorker.filter((p) => p.file.endsWith('/zz-bad.json')).length).toBeGreaterThanOrEqual(3)
-    expect(withWorker).toEqual(await run(false))
+    const withWorkers = await run(2)
+    expect(withWorkers.filter((p) => p.file.endsWith('/zz-bad.json')).length).toBeGreaterThanOrEqual(3)
+    expect(withWorkers).toEqual(await run(0))
+    expect(withWorkers).toEqual(await run(1))
   })
 
   it('writes the same release bytes with and without the load, archive and snapshot workers', async () => {
     const data = copySampleData(path.join(root, 'same'))
     const logs: string[] = []
     const workers = resolveReleaseOptions({ archiveWorker: true, snapshotWorker: true })
-    const a = await buildRelease(data, path.join(root, 'same/dist-worker'), { loadWorker: true, release: workers, log: (l) => logs.push(l) })
+    const a = await buildRelease(data, path.join(root, 'same/dist-worker'), { loadWorkers: 2, release: workers, log: (l) => logs.push(l) })
     const mainLogs: string[] = []
     const alone = resolveReleaseOptions({ archiveWorker: false, snapshotWorker: false })
-    const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorker: false, release: alone, log: (l) => mainLogs.push(l) })
+    const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorkers: 0, release: alone, log: (l) => mainLogs.push(l) })
     for (const key of ['manifest', 'catalog', 'snapshot', 'archive'] as const) expect(a.pointer[key], key).toEqual(b.pointer[key])
     expect(a.pointer.archive?.size).toBeGreaterThan(10_000)
     expect(a.pointer.snapshot?.size).toBeGreaterThan(100_000)
