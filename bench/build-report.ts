@@ -6,9 +6,9 @@ const phaseNames: Record<keyof Phases, string> = {
   load: 'load (glob, read, JSON, zod → staging)',
   catalog: 'validate + catalog database + search index',
   render: 'render + write the static tree',
-  manifest: 'seal: manifest + change file',
-  snapshot: 'seal: snapshot (at the same time as the archive)',
-  archive: 'seal: archive (at the same time as the snapshot)',
+  manifest: 'seal: manifest + change file (from the start of the seal)',
+  snapshot: 'seal: snapshot (from the start of the seal, beside the manifest; CPU: its worker)',
+  archive: 'seal: archive (from the start of the seal, beside the manifest; CPU: its worker)',
   sync: 'seal: syncfs',
   publish: 'publish (pointer, prune)',
 }

@@ -132,21 +132,28 @@ export function readPhases(lines: readonly string[], wallSeconds: number): { wal
     archive: find(/^Wrote the archive .* after ([\d.]+)s of sealing/),
     sync: find(/^Synced the file system after ([\d.]+)s of sealing/),
   }
+  // Their own CPU, when the snapshot and the archive are written by worker processes.
+  const workerCpu = (name: string): number | null => {
+    const m = lines.map((l) => new RegExp(`^The ${name} worker used ([\\d.]+)s of CPU`).exec(l)).find(Boolean)
+    return m ? Number(m[1]) : null
+  }
   const total = Number(/ in ([\d.]+)s → release/.exec(lines.join('\n'))?.[1] ?? wallSeconds)
   const pick = (key: 'wall' | 'cpu'): Phases => {
     const at = (m: { wall: number; cpu: number | null } | null): number | null => (m ? m[key] : null)
     const diff = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : Math.max(0, a - b))
-    const lastSeal = at(marks.sync) ?? at(marks.archive) ?? at(marks.snapshot) ?? at(marks.manifest)
+    const sealed = [marks.manifest, marks.snapshot, marks.archive].map((m) => (m ? m.wall : null)).reduce(latest, null)
+    const lastSeal = marks.sync?.wall ?? sealed
     return {
       load: at(marks.loaded),
       catalog: diff(at(marks.catalog), at(marks.loaded)),
       render: diff(at(marks.tree), at(marks.catalog)),
+      // The manifest, the snapshot and the archive are written at the same time (build/release/seal.ts):
+      // each from the start of the seal to its own end. CPU: the build process's for the manifest
+      // (which includes hashing the catalog), each worker's own for the snapshot and the archive.
       manifest: at(marks.manifest),
-      // The snapshot and the archive are written at the same time (build/release/seal.ts): each
-      // from the end of the manifest to its own end, so the two overlap.
-      snapshot: diff(at(marks.snapshot), at(marks.manifest)),
-      archive: diff(at(marks.archive), at(marks.manifest)),
-      sync: diff(at(marks.sync), latest(at(marks.archive), at(marks.snapshot)) ?? at(marks.manifest)),
+      snapshot: key === 'wall' ? at(marks.snapshot) : (workerCpu('snapshot') ?? at(marks.snapshot)),
+      archive: key === 'wall' ? at(marks.archive) : (workerCpu('archive') ?? at(marks.archive)),
+      sync: key === 'wall' ? diff(marks.sync?.wall ?? null, sealed) : diff(at(marks.sync), [marks.manifest, marks.snapshot, marks.archive].map(at).reduce(latest, null)),
       publish: key === 'cpu' || at(marks.tree) === null || lastSeal === null ? null : Math.max(0, total - at(marks.tree)! - lastSeal),
     }
   }

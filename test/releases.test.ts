@@ -10,6 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, s
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { resolveBuildOptions } from '../build/config.ts'
 import type { BuildOptions } from '../build/context.ts'
 import { openDb } from '../build/db/sqlite.ts'
 import { manifestIndexSchema, pointerSchema, type Pointer } from '../build/release/formats.ts'
@@ -203,5 +204,15 @@ describe('build settings', () => {
     expect(pointer.feed).toMatchObject({ oldest: 1, changes: [{ serial: 2 }] })
     expect(readdirSync(path.join(out, 'current/public/mirror')).filter((n) => /^(snapshot|tree)-/.test(n))).toEqual([])
     expect(readdirSync(path.join(out, 'releases')).sort()).toEqual(['00000001', '00000002'])
+  })
+
+  it('take BUILD_LOAD_WORKER as a count of load workers from 0 to 4, two when unset or not such a count', () => {
+    const workers = (value: string | undefined): number => resolveBuildOptions({}, value === undefined ? {} : { BUILD_LOAD_WORKER: value }).loadWorkers
+    expect([undefined, '0', '1', '2', '4'].map(workers)).toEqual([2, 0, 1, 2, 4])
+    expect(['', '5', '-1', '1.5', 'yes'].map(workers)).toEqual([2, 2, 2, 2, 2])
+    // The snapshot and archive workers are switches: only 0 turns them off.
+    const release = (env: Record<string, string>) => resolveBuildOptions({}, env).release
+    expect(release({ BUILD_SNAPSHOT_WORKER: '0', BUILD_ARCHIVE_WORKER: '0' })).toMatchObject({ snapshotWorker: false, archiveWorker: false })
+    expect(release({})).toMatchObject({ snapshotWorker: true, archiveWorker: true })
   })
 })
