@@ -31,6 +31,8 @@ describe('reproducible snapshot and archive', () => {
     copyReversed('data', path.join(root, 'other/data'))
     const { pointer: elsewhere, releaseDir } = await buildRelease(path.join(root, 'other/data'), path.join(root, 'other/dist'))
     for (const key of ['catalog', 'snapshot', 'archive', 'manifest'] as const) expect(elsewhere[key], key).toEqual(here[key])
+    // The catalog's SHA-256 is taken when it is compacted, before the seal: it must be the file's.
+    for (const key of ['catalog', 'snapshot', 'archive'] as const) expect(sha256Of(path.join(releaseDir, 'public', elsewhere[key]!.path)), key).toBe(elsewhere[key]!.sha256)
     // SQLite header fields that count writes (file change counter at 24, version-valid-for at 92)
     // are part of those bytes; equal to each other, so the header is valid and the sqlite3 shell
     // trusts the in-header database size.

@@ -2,8 +2,14 @@
 import { createHash } from 'node:crypto'
 import { createReadStream } from 'node:fs'
 
+/** SHA-256 (hex) and size in bytes of a file. */
+export interface FileHash {
+  sha256: string
+  size: number
+}
+
 /** Hashes a file without holding it in memory. */
-export async function hashFile(file: string): Promise<{ sha256: string; size: number }> {
+export async function hashFile(file: string): Promise<FileHash> {
   const hash = createHash('sha256')
   let size = 0
   for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 })) {

@@ -18,7 +18,7 @@ import { hasBodyPack, removeBodyPack, sortBodyPack } from './body-pack.ts'
 import { stampContentMtime } from './content-mtime.ts'
 import { writeFeed, readPointer } from './feed.ts'
 import type { DiffCounts, FileRef, Pointer } from './formats.ts'
-import { hashFile } from './hash-file.ts'
+import { hashFile, type FileHash } from './hash-file.ts'
 import { addCounts, hashBytes, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
 import { writeManifest } from './seal-manifest.ts'
@@ -34,8 +34,11 @@ export interface SealInput {
   id: string
   sourceRevision: string | null
   stats: WriteStats
-  /** Resolves when `catalog.sqlite` is complete (it is compacted while the manifest is written). */
-  catalogReady?: Promise<void> | null
+  /**
+   * Resolves when `catalog.sqlite` is complete (compacted during the render), with its SHA-256 and
+   * size taken then; without it the seal hashes the file.
+   */
+  catalogReady?: Promise<FileHash> | null
   options: ReleaseOptions
   log: (line: string) => void
 }
@@ -55,8 +58,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   const before = previousDir ? readPointer(previousDir) : null
   const extras: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
   /** Hashes an extra; links it to the previous release's file when the bytes are the same. */
-  const seal = async (name: string, old: FileRef | null | undefined): Promise<FileRef> => {
-    const ref = await describe(releaseDir, name)
+  const seal = async (name: string, old: FileRef | null | undefined, known?: FileHash): Promise<FileRef> => {
+    const ref = await describe(releaseDir, name, known)
     const kept = old && old.sha256 === ref.sha256 && old.size === ref.size ? path.join(previousDir!, 'public', old.path) : null
     if (kept && existsSync(kept)) replaceWithLink(kept, path.join(releaseDir, name))
     extras[!old ? 'added' : old.sha256 === ref.sha256 ? 'unchanged' : 'changed']++
@@ -80,12 +83,13 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   // thread (a shard at a time), the archive in a worker process once the orders are sorted, the
   // snapshot in another once the catalog (compacted during the render) is hashed too.
   const catalogTask = (async (): Promise<FileRef> => {
+    let known: FileHash | undefined
     if (input.catalogReady) {
-      await input.catalogReady
+      known = await input.catalogReady
       input.log(`The catalog was compacted after ${seconds(started)}s of sealing`)
     }
     linkSync(path.join(releaseDir, 'catalog.sqlite'), path.join(releaseDir, catalogName))
-    const ref = await seal(catalogName, before?.catalog)
+    const ref = await seal(catalogName, before?.catalog, known)
     // Both names stay one inode (the shim opens catalog.sqlite, mirrors fetch /mirror/catalog.sqlite).
     replaceWithLink(path.join(releaseDir, catalogName), path.join(releaseDir, 'catalog.sqlite'))
     return ref
@@ -182,9 +186,15 @@ function seconds(since: number): string {
   return ((Date.now() - since) / 1000).toFixed(1)
 }
 
-/** Hashes a mirror document and stamps its content mtime (its ETag then follows its bytes). */
-async function describe(releaseDir: string, name: string): Promise<FileRef> {
-  const hashed = await hashFile(path.join(releaseDir, name))
+/**
+ * Hashes a mirror document (unless `known`, its hash taken when it was written and the size checked
+ * here) and stamps its content mtime (its ETag then follows its bytes).
+ */
+async function describe(releaseDir: string, name: string, known?: FileHash): Promise<FileRef> {
+  const file = path.join(releaseDir, name)
+  const size = known ? statSync(file).size : null
+  if (known && size !== known.size) throw new Error(`${name} is ${size} bytes, not the ${known.size} it was hashed at`)
+  const hashed = known ?? (await hashFile(file))
   stampContentMtime(path.join(releaseDir, name), hashed.sha256)
   return { path: mirrorUrl(name), ...hashed }
 }
