@@ -87,8 +87,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
     await db.close()
-    const compacted = compaction
-    catalogReady = compacted.then(({ file, hash }) => {
+    catalogReady = compaction.then(({ file, hash }) => {
       renameSync(file, catalogFile)
       return hash
     })

@@ -14,7 +14,7 @@
  * The pack only moves where the bytes are read from: the snapshot and the archive are the same
  * bytes with or without it (test/offline.test.ts writes both again from the tree and compares).
  */
-import { closeSync, openSync, readFileSync, readSync, rmSync, writevSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readFileSync, readSync, rmSync, writevSync } from 'node:fs'
 import path from 'node:path'
 import { readLines, sortFile } from './body-order.ts'
 
@@ -96,12 +96,7 @@ function writeAll(fd: number, chunks: Uint8Array[], total = chunks.reduce((n, c)
 
 /** Whether the build wrote a pack for `releaseDir` (a re-sealed old release has none: the tree is read). */
 export function hasBodyPack(releaseDir: string): boolean {
-  try {
-    closeSync(openSync(path.join(releaseDir, INDEX), 'r'))
-    return true
-  } catch {
-    return false
-  }
+  return existsSync(path.join(releaseDir, INDEX))
 }
 
 /** Sorts the pack's index by SHA-256, one line per body; returns the files the readers take. */

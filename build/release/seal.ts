@@ -129,25 +129,17 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     return ref
   })()
-  let snapshot: FileRef | null
-  let archive: FileRef | null
-  let catalog: FileRef
-  let sealed: Awaited<typeof manifestTask>['sealed']
-  let feed: Awaited<typeof manifestTask>['feed']
   try {
     // allSettled: a failing part must not leave another writing into a release being removed.
-    const [m, c, s, a] = await Promise.allSettled([manifestTask, catalogTask, snapshotTask, archiveTask])
-    for (const r of [m, c, s, a]) if (r.status === 'rejected') throw r.reason
-    ;({ sealed, feed } = (m as PromiseFulfilledResult<Awaited<typeof manifestTask>>).value)
-    catalog = (c as PromiseFulfilledResult<FileRef>).value
-    snapshot = (s as PromiseFulfilledResult<FileRef | null>).value
-    archive = (a as PromiseFulfilledResult<FileRef | null>).value
+    for (const r of await Promise.allSettled([manifestTask, catalogTask, snapshotTask, archiveTask])) if (r.status === 'rejected') throw r.reason
   } finally {
     const [b, p] = await orders.catch(() => [null, null])
     if (b) removeBodyOrder(b)
     if (p) removeBodyOrder(p)
     removeBodyPack(releaseDir)
   }
+  // All settled and fulfilled above.
+  const [{ sealed, feed }, catalog, snapshot, archive] = await Promise.all([manifestTask, catalogTask, snapshotTask, archiveTask])
   if (before?.snapshot && !snapshot) extras.removed++
   if (before?.archive && !archive) extras.removed++
 
