@@ -62,10 +62,10 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
   await db.exec(`
     CREATE TEMP TABLE visible_projects AS SELECT id FROM s_projects WHERE status = 'published';
     CREATE UNIQUE INDEX temp.visible_projects_id ON visible_projects(id);
-    INSERT INTO versions (id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at, source_json)
+    INSERT INTO versions (id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at)
       SELECT v.id, v.project_id, v.version_number, v.json->>'channel',
         row_number() OVER (PARTITION BY v.project_id ORDER BY v.json->>'publishedAt' DESC, v.json->>'createdAt' DESC, v.id) - 1 AS rank,
-        v.json->'gameVersions', v.json->'platforms', v.json->>'downloads', v.json->>'createdAt', v.json->>'publishedAt', v.json
+        v.json->'gameVersions', v.json->'platforms', v.json->>'downloads', v.json->>'createdAt', v.json->>'publishedAt'
       FROM s_versions v WHERE v.status = 'published' AND v.project_id IN visible_projects
       ORDER BY v.project_id, rank;
     INSERT INTO files (id, version_id, project_id, position, filename, size, sha256, sha1)
@@ -86,7 +86,7 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
   await db.exec(`
     INSERT INTO dependencies (version_id, position, type, project_id, dep_version_id)
       SELECT v.id, d.key, d.value->>'type', p.id, w.id
-      FROM versions v, json_each(v.source_json, '$.dependencies') d
+      FROM versions v JOIN s_versions sv ON sv.id = v.id, json_each(sv.json, '$.dependencies') d
       LEFT JOIN s_versions sw ON sw.id = d.value->>'versionId'
       JOIN visible_projects p ON p.id = coalesce(d.value->>'projectId', sw.project_id)
       LEFT JOIN versions w ON w.id = d.value->>'versionId'
@@ -159,7 +159,8 @@ async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<
   let last = 0
   for (;;) {
     const rows = await db.all<{ rowid: number; id: string; source_json: string; downloads: number }>(
-      `SELECT rowid, id, source_json, downloads FROM versions WHERE rowid > ? ORDER BY rowid LIMIT ${PAGE}`,
+      `SELECT v.rowid, v.id, s.json AS source_json, v.downloads FROM versions v JOIN s_versions s ON s.id = v.id
+       WHERE v.rowid > ? ORDER BY v.rowid LIMIT ${PAGE}`,
       [last],
     )
     if (rows.length === 0) break

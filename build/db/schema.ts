@@ -76,7 +76,6 @@ CREATE TABLE versions (
   downloads INTEGER NOT NULL,
   created_at TEXT NOT NULL,
   published_at TEXT,
-  source_json TEXT NOT NULL,
   json TEXT
 );
 CREATE TABLE files (
@@ -113,7 +112,8 @@ export const BUILD_CACHE_KIB = 64 * 1024
  * Indexes of versions and files, created after their bulk insert. Update matching reads them
  * without the tables (shim/versions-query.ts): a hash's project from the hash indexes, and each
  * candidate version's channel, game versions and platforms from versions_project_rank, so only the
- * one version that matches is read from its ~3 KB row. Measured at the large catalog: 4.4 → 2.6 ms
+ * one version that matches is read from its row (about 1 KB: its rendered JSON; the source record
+ * stays in staging). Measured at the large catalog: 4.4 → 2.6 ms
  * of CPU per 100-hash update request, most of the rest is pages copied in by pread
  * (bench/results/PROFILE.md). Ranks are unique per project by construction (catalog.ts).
  */

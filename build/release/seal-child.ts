@@ -9,11 +9,16 @@
 import { z } from 'zod'
 import { readPeakRssBytes } from '../cpu.ts'
 import type { BodyPackFiles } from './body-pack.ts'
+import type { FileHash } from './hash-file.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
 
-const usageSchema = z.object({ maxRss: z.number(), cpuSeconds: z.number() })
+const usageSchema = z.object({
+  maxRss: z.number(),
+  cpuSeconds: z.number(),
+  written: z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() }).optional(),
+})
 
-/** What a worker used, for the build's log. */
+/** What a worker used, for the build's log, and the SHA-256 and size of what it wrote when it hashed it. */
 export type SealWorkerUsage = z.infer<typeof usageSchema>
 
 /** Writes the archive of `releaseDir` to `target` in a child process (writeArchive's arguments); rejects with its error output when it fails. */
@@ -22,7 +27,10 @@ export function writeArchiveInChild(releaseDir: string, orderFile: string, targe
   return runSealWorker(new URL('./archive-worker.ts', import.meta.url), args, `archive worker exited (%s); BUILD_ARCHIVE_WORKER=0 writes the archive in the build's own process`)
 }
 
-/** Writes the snapshot of `releaseDir` to `target` in a child process (writeSnapshot's arguments); rejects with its error output when it fails. */
+/**
+ * Writes the snapshot of `releaseDir` to `target` in a child process (writeSnapshot's arguments);
+ * resolves with its usage and `written`, the file's SHA-256 and size; rejects with its error output when it fails.
+ */
 export function writeSnapshotInChild(
   releaseDir: string,
   orderFile: string,
@@ -61,11 +69,11 @@ function runSealWorker(entry: URL, args: string[], failure: string): Promise<Sea
 }
 
 /** The end of a worker's entry: reports its usage, or its error on stderr with a non-zero exit. */
-export async function runAsSealWorker(name: string, work: () => Promise<void>): Promise<void> {
+export async function runAsSealWorker(name: string, work: () => Promise<FileHash | void>): Promise<void> {
   try {
-    await work()
+    const written = (await work()) ?? undefined
     const usage = process.resourceUsage()
-    process.send?.({ maxRss: readPeakRssBytes(), cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6 })
+    process.send?.({ maxRss: readPeakRssBytes(), cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6, written } satisfies SealWorkerUsage)
   } catch (err) {
     process.stderr.write(`${name}: ${String((err as Error).stack ?? err)}\n`)
     process.exitCode = 1

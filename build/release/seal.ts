@@ -105,13 +105,17 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const [[bodyOrder, pathOrder, pack], catalog] = await Promise.all([orders, catalogTask])
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     const target = path.join(releaseDir, name)
+    let written: FileHash | undefined
     if (input.options.snapshotWorker) {
       const usage = await writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack)
       input.log(`The snapshot worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
+      if (!usage.written) throw new Error('the snapshot worker did not report the SHA-256 of the snapshot')
+      written = usage.written
     } else {
-      await writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack)
+      written = await writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack)
     }
-    const ref = await seal(name, before?.snapshot)
+    // Hashed by writeSnapshot beside its check; the size is checked again here.
+    const ref = await seal(name, before?.snapshot, written)
     input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     return ref
   })()
