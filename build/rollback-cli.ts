@@ -4,6 +4,7 @@
  */
 import { parseArgs } from 'node:util'
 import { resolveBuildOptions } from './config.ts'
+import { resolveOrExit } from './env.ts'
 import { rereleaseRelease, RereleaseError } from './release/rerelease.ts'
 
 const usage = 'usage: npm run rollback -- [--dist DIR] [--to SERIAL]\n'
@@ -19,7 +20,7 @@ if (to !== undefined && (!Number.isInteger(to) || to < 1)) {
   process.stderr.write(`--to must be a release serial (a positive integer), got ${JSON.stringify(values.to)}\n${usage}`)
   process.exit(2)
 }
-const options = resolveBuildOptions({ distDir: values.dist }, process.env)
+const options = resolveOrExit(() => resolveBuildOptions({ distDir: values.dist }, process.env))
 try {
   await rereleaseRelease(options, to)
 } catch (err) {

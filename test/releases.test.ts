@@ -6,11 +6,12 @@
  * The snapshot and the archive themselves: offline.test.ts.
  */
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
+import { ConfigError } from '../build/env.ts'
 import type { BuildOptions } from '../build/context.ts'
 import { openDb } from '../build/db/sqlite.ts'
 import { manifestIndexSchema, pointerSchema, type Pointer } from '../build/release/formats.ts'
@@ -206,13 +207,38 @@ describe('build settings', () => {
     expect(readdirSync(path.join(out, 'releases')).sort()).toEqual(['00000001', '00000002'])
   })
 
-  it('take BUILD_LOAD_WORKER as a count of load workers from 0 to 4, two when unset or not such a count', () => {
+  it('take BUILD_LOAD_WORKER as a count of load workers from 0 to 4, two when unset; refuse anything else naming the variable', () => {
     const workers = (value: string | undefined): number => resolveBuildOptions({}, value === undefined ? {} : { BUILD_LOAD_WORKER: value }).loadWorkers
-    expect([undefined, '0', '1', '2', '4'].map(workers)).toEqual([2, 0, 1, 2, 4])
-    expect(['', '5', '-1', '1.5', 'yes'].map(workers)).toEqual([2, 2, 2, 2, 2])
+    expect([undefined, '', '0', '1', '2', '4'].map(workers)).toEqual([2, 2, 0, 1, 2, 4])
+    for (const bad of ['5', '-1', '1.5', 'yes', '0x2', ' ']) expect(() => workers(bad), bad).toThrow(new RegExp(`^BUILD_LOAD_WORKER must be an integer from 0 to 4, got ${JSON.stringify(JSON.stringify(bad)).slice(1, -1)}$`))
+    expect(() => workers('9')).toThrow(ConfigError)
+    for (const [name, bad] of [['KEEP_RELEASES', '0'], ['KEEP_RELEASES', '2 releases'], ['FEED_RETENTION', '-5'], ['FEED_RETENTION', '1e3']] as const) {
+      expect(() => resolveBuildOptions({}, { [name]: bad }), `${name}=${bad}`).toThrow(new RegExp(`^${name} must be an integer from 1 up`))
+    }
+    expect(resolveBuildOptions({}, { KEEP_RELEASES: '5', FEED_RETENTION: '7' })).toMatchObject({ keepReleases: 5, release: { feedRetention: 7 } })
+    // Switches are 0 or 1: "false" or "no" must not read as on.
+    for (const name of ['RELEASE_SNAPSHOT', 'RELEASE_ARCHIVE', 'BUILD_WRITE_WORKER', 'BUILD_ARCHIVE_WORKER', 'BUILD_SNAPSHOT_WORKER']) {
+      for (const bad of ['false', 'no', 'off', '2']) expect(() => resolveBuildOptions({}, { [name]: bad }), `${name}=${bad}`).toThrow(`${name} must be 0 or 1, got "${bad}"`)
+    }
     // The snapshot and archive workers are switches: only 0 turns them off.
     const release = (env: Record<string, string>) => resolveBuildOptions({}, env).release
     expect(release({ BUILD_SNAPSHOT_WORKER: '0', BUILD_ARCHIVE_WORKER: '0' })).toMatchObject({ snapshotWorker: false, archiveWorker: false })
     expect(release({})).toMatchObject({ snapshotWorker: true, archiveWorker: true })
+    expect(release({ RELEASE_SNAPSHOT: '1', RELEASE_ARCHIVE: '' })).toMatchObject({ snapshot: true, archive: true })
+  })
+
+  it('refuse a bad setting at the command line with the variable named, exit 2, before touching anything', () => {
+    const out = path.join(root, 'refused-dist')
+    for (const [args, env] of [
+      [['build/cli.ts', '--', '--data', data, '--dist', out], { RELEASE_SNAPSHOT: 'false' }],
+      [['build/rollback-cli.ts', '--', '--dist', out], { KEEP_RELEASES: 'three' }],
+    ] as const) {
+      const child = spawnSync(path.resolve('node_modules/.bin/vite-node'), args, { env: { ...process.env, ...env }, encoding: 'utf8' })
+      expect(child.status, child.stderr).toBe(2)
+      const [name, value] = Object.entries(env)[0]!
+      expect(child.stderr).toContain(`${name} must be`)
+      expect(child.stderr).toContain(`got "${value}"`)
+      expect(existsSync(out), args[0]).toBe(false)
+    }
   })
 })

@@ -1,5 +1,6 @@
 /** Options of the release step (mirror documents, snapshot, archive) and the source revision. */
 import { execFileSync } from 'node:child_process'
+import { envInt, envSwitch } from '../env.ts'
 import { DEFAULT_FEED_RETENTION } from './feed.ts'
 
 /** What a release publishes beside the served tree. */
@@ -16,15 +17,14 @@ export interface ReleaseOptions {
   snapshotWorker: boolean
 }
 
-/** Resolves release options from overrides and an environment map (README, "Configuration"). */
+/** Resolves release options from overrides and an environment map (README, "Configuration"); throws ConfigError on a bad value. */
 export function resolveReleaseOptions(overrides: Partial<ReleaseOptions> = {}, env: Record<string, string | undefined> = {}): ReleaseOptions {
-  const retention = Number(env.FEED_RETENTION ?? DEFAULT_FEED_RETENTION)
   return {
-    snapshot: overrides.snapshot ?? env.RELEASE_SNAPSHOT !== '0',
-    archive: overrides.archive ?? env.RELEASE_ARCHIVE !== '0',
-    feedRetention: overrides.feedRetention ?? (Number.isInteger(retention) && retention > 0 ? retention : DEFAULT_FEED_RETENTION),
-    archiveWorker: overrides.archiveWorker ?? env.BUILD_ARCHIVE_WORKER !== '0',
-    snapshotWorker: overrides.snapshotWorker ?? env.BUILD_SNAPSHOT_WORKER !== '0',
+    snapshot: overrides.snapshot ?? envSwitch(env, 'RELEASE_SNAPSHOT'),
+    archive: overrides.archive ?? envSwitch(env, 'RELEASE_ARCHIVE'),
+    feedRetention: overrides.feedRetention ?? envInt(env, 'FEED_RETENTION', DEFAULT_FEED_RETENTION, 1),
+    archiveWorker: overrides.archiveWorker ?? envSwitch(env, 'BUILD_ARCHIVE_WORKER'),
+    snapshotWorker: overrides.snapshotWorker ?? envSwitch(env, 'BUILD_SNAPSHOT_WORKER'),
   }
 }
 

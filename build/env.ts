@@ -1,0 +1,38 @@
+/** Settings read from the environment by the build's commands: allowed values or a clear refusal. */
+
+/** A build setting from the environment that is not one of its allowed values. */
+export class ConfigError extends Error {}
+
+/**
+ * An integer setting between min and max; `fallback` when unset or empty. Anything else is refused
+ * with a message naming the variable: a typo must not silently build with the default.
+ */
+export function envInt(env: Record<string, string | undefined>, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const value = env[name]
+  if (value === undefined || value === '') return fallback
+  const n = Number(value)
+  if (!/^\d+$/.test(value.trim()) || n < min || n > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `an integer from ${min} up` : `an integer from ${min} to ${max}`
+    throw new ConfigError(`${name} must be ${range}, got ${JSON.stringify(value)}`)
+  }
+  return n
+}
+
+/** A switch: `1` (or unset, or empty) is on, `0` is off; anything else is refused (`false` would otherwise read as on). */
+export function envSwitch(env: Record<string, string | undefined>, name: string): boolean {
+  const value = env[name]
+  if (value === undefined || value === '' || value === '1') return true
+  if (value === '0') return false
+  throw new ConfigError(`${name} must be 0 or 1, got ${JSON.stringify(value)}`)
+}
+
+/** Runs a command's option resolution; a ConfigError is printed with the README's pointer and exits 2 before anything is done. */
+export function resolveOrExit<T>(resolve: () => T): T {
+  try {
+    return resolve()
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    process.stderr.write(`${err.message} (README, "Configuration"); nothing was built or changed.\n`)
+    process.exit(2)
+  }
+}
