@@ -7,7 +7,7 @@ import { createShimContext } from './context.ts'
 import { checkHeapLimit } from './heap.ts'
 import { configureServer } from './server.ts'
 
-const options = resolveShimOptions({}, process.env)
+const options = readOptions()
 const heapProblem = checkHeapLimit(options.cacheBytes)
 if (heapProblem) {
   process.stderr.write(`Not starting: ${heapProblem}\n`)
@@ -25,3 +25,13 @@ await new Promise<void>((resolve, reject) => {
 const { address, port } = server.address() as AddressInfo
 const shown = address === '0.0.0.0' || address === '::' ? 'localhost' : address.includes(':') ? `[${address}]` : address
 process.stderr.write(`Serving release ${ctx.release.id} of ${options.distDir} at http://${shown}:${port}/api/v1\n`)
+
+/** The options from the environment; a bad setting is named and the process exits 2 before it listens. */
+function readOptions(): ReturnType<typeof resolveShimOptions> {
+  try {
+    return resolveShimOptions({}, process.env)
+  } catch (err) {
+    process.stderr.write(`Not starting: ${(err as Error).message} (README, "Configuration")\n`)
+    process.exit(2)
+  }
+}

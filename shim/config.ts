@@ -97,14 +97,14 @@ export function resolveShimOptions(
     filesBaseUrl: (overrides.filesBaseUrl ?? env.FILES_BASE_URL ?? '/objects').replace(/\/+$/, ''),
     countersFile: path.resolve(overrides.countersFile ?? env.COUNTERS_FILE ?? (snapshot ? `${snapshot}.counters.sqlite` : path.join(distDir, 'counters.sqlite'))),
     downloadSecretFile: overrides.downloadSecretFile !== undefined ? overrides.downloadSecretFile : (env.DOWNLOAD_SECRET_FILE ?? 'auto'),
-    cacheScope: overrides.cacheScope ?? (env.CACHE_SCOPE === 'public' ? 'public' : 'private'),
+    cacheScope: overrides.cacheScope ?? choice(env.CACHE_SCOPE, ['private', 'public'] as const, 'CACHE_SCOPE'),
     snapshotFile: snapshot,
     redisUrl: overrides.redisUrl !== undefined ? overrides.redisUrl : env.REDIS_URL || null,
     rateLimitStore: overrides.rateLimitStore ?? choice(env.RATE_LIMIT_STORE, ['memory', 'redis'] as const, 'RATE_LIMIT_STORE'),
     downloadStore: overrides.downloadStore ?? choice(env.DOWNLOAD_STORE, ['sqlite', 'redis'] as const, 'DOWNLOAD_STORE'),
     replicas: overrides.replicas ?? Math.max(1, int(env.REPLICAS, shimDefaults.replicas, 'REPLICAS')),
     redisTimeoutMs: overrides.redisTimeoutMs ?? Math.max(1, int(env.REDIS_TIMEOUT_MS, shimDefaults.redisTimeoutMs, 'REDIS_TIMEOUT_MS')),
-    downloadDrain: overrides.downloadDrain ?? env.DOWNLOAD_DRAIN !== '0',
+    downloadDrain: overrides.downloadDrain ?? choice(env.DOWNLOAD_DRAIN, ['1', '0'] as const, 'DOWNLOAD_DRAIN') === '1',
   }
   if ((options.rateLimitStore === 'redis' || options.downloadStore === 'redis') && !options.redisUrl) {
     throw new Error('RATE_LIMIT_STORE=redis or DOWNLOAD_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379)')

@@ -26,8 +26,8 @@ if (!values.shim || !values.listen) {
   process.stderr.write(usage)
   process.exit(2)
 }
-const shim = resolveShimOptions({ distDir: values.dist }, process.env)
 try {
+  const shim = resolveShimOptions({ distDir: values.dist }, process.env)
   const text = renderFrontConfig({
     distDir: shim.distDir,
     // A URL is accepted too (http://127.0.0.1:3000): nginx needs host:port.

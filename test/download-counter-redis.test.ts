@@ -84,5 +84,9 @@ describe('shared download counter', () => {
     expect([r.rateLimitStore, r.downloadStore, r.redisUrl, r.replicas, r.redisTimeoutMs, r.downloadDrain]).toEqual(['redis', 'redis', 'redis://h:1', 3, 100, false])
     expect(() => resolveShimOptions({}, { RATE_LIMIT_STORE: 'redis' })).toThrow(/REDIS_URL/)
     expect(() => resolveShimOptions({}, { DOWNLOAD_STORE: 'postgres', REDIS_URL: 'redis://h:1' })).toThrow(/DOWNLOAD_STORE/)
+    // A misspelt value is refused, not read as the default: "false" must not mean "drain".
+    expect(() => resolveShimOptions({}, { DOWNLOAD_DRAIN: 'false' })).toThrow('DOWNLOAD_DRAIN must be one of 1, 0, got "false"')
+    expect(() => resolveShimOptions({}, { CACHE_SCOPE: 'publik' })).toThrow('CACHE_SCOPE must be one of private, public, got "publik"')
+    expect(resolveShimOptions({}, { CACHE_SCOPE: 'public', DOWNLOAD_DRAIN: '1' })).toMatchObject({ cacheScope: 'public', downloadDrain: true })
   })
 })

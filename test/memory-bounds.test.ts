@@ -91,4 +91,20 @@ describe('heap limit', () => {
     expect(run.stderr).toContain('Not starting: the JavaScript heap limit')
     expect(run.stderr).toContain('CACHE_BYTES (512 MB)')
   })
+
+  it('the shim names a bad setting and exits 2 before listening, with no stack trace', () => {
+    for (const [name, value, message] of [
+      ['CACHE_SCOPE', 'publik', 'CACHE_SCOPE must be one of private, public, got "publik"'],
+      ['CACHE_BYTES', '128M', 'CACHE_BYTES must be a non-negative integer, got "128M"'],
+    ] as const) {
+      const run = spawnSync(process.execPath, ['node_modules/vite-node/dist/cli.mjs', 'shim/cli.ts'], {
+        env: { ...process.env, [name]: value, DIST_DIR: mkdtempSync(path.join(os.tmpdir(), 'config-dist-')), PORT: '0' },
+        encoding: 'utf8',
+        timeout: 60_000,
+      })
+      expect(run.status, run.stderr).toBe(2)
+      expect(run.stderr).toContain(`Not starting: ${message}`)
+      expect(run.stderr).not.toMatch(/\n\s+at /)
+    }
+  })
 })
