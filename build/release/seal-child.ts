@@ -21,7 +21,10 @@ const usageSchema = z.object({
 /** What a worker used, for the build's log, and the SHA-256 and size of what it wrote when it hashed it. */
 export type SealWorkerUsage = z.infer<typeof usageSchema>
 
-/** Writes the archive of `releaseDir` to `target` in a child process (writeArchive's arguments); rejects with its error output when it fails. */
+/**
+ * Writes the archive of `releaseDir` to `target` in a child process (writeArchive's arguments);
+ * resolves with its usage and `written`, the archive's SHA-256 and size; rejects with its error output when it fails.
+ */
 export function writeArchiveInChild(releaseDir: string, orderFile: string, target: string, pack: BodyPackFiles | null = null): Promise<SealWorkerUsage> {
   const args = [releaseDir, orderFile, target, ...packArgs(pack)]
   return runSealWorker(new URL('./archive-worker.ts', import.meta.url), args, `archive worker exited (%s); BUILD_ARCHIVE_WORKER=0 writes the archive in the build's own process`)

@@ -123,13 +123,17 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     if (!input.options.archive) return null
     const [bodyOrder, , pack] = await orders
     const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
+    let written: FileHash | undefined
     if (input.options.archiveWorker) {
       const usage = await writeArchiveInChild(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
       input.log(`The archive worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
+      if (!usage.written) throw new Error('the archive worker did not report the SHA-256 of the archive')
+      written = usage.written
     } else {
-      await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
+      written = await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
     }
-    const ref = await seal(name, before?.archive)
+    // Hashed by writeArchive as it wrote; the size is checked again here.
+    const ref = await seal(name, before?.archive, written)
     input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     return ref
   })()
