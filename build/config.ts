@@ -34,6 +34,7 @@ export function resolveBuildOptions(
     sourceRevision: overrides.sourceRevision ?? env.SOURCE_REVISION ?? null,
     loadWorkers: overrides.loadWorkers ?? envInt(env, 'BUILD_LOAD_WORKER', buildDefaults.loadWorkers, 0, 4),
     writeWorker: overrides.writeWorker ?? envSwitch(env, 'BUILD_WRITE_WORKER'),
+    stagingCache: overrides.stagingCache ?? envSwitch(env, 'BUILD_STAGING_CACHE'),
     release: resolveReleaseOptions(overrides.release, env),
     log: overrides.log ?? ((line) => process.stderr.write(line + '\n')),
   }

@@ -25,6 +25,8 @@ export interface BuildOptions {
   loadWorkers: number
   /** Write the release tree in a second process (release/write-pool.ts) while this one renders. */
   writeWorker: boolean
+  /** Keep staging between builds so a rebuild reads only changed source files (staging-cache.ts). */
+  stagingCache: boolean
   /** Snapshot, archive and feed retention of the release. */
   release: ReleaseOptions
   /** Print progress and the summary line. */

@@ -8,7 +8,7 @@ import { writeCatalog } from './catalog.ts'
 import { formatCpu } from './cpu.ts'
 import type { BuildContext, BuildOptions, Problem } from './context.ts'
 import { openDb } from './db/sqlite.ts'
-import { BUILD_CACHE_KIB, stagingIndexes, stagingSchema } from './db/schema.ts'
+import { BUILD_CACHE_KIB, stagingIndexes, stagingPragmas, stagingSchema } from './db/schema.ts'
 import { loadSource } from './load.ts'
 import type { DiffCounts } from './release/formats.ts'
 import { hashFile, type FileHash } from './release/hash-file.ts'
@@ -22,6 +22,7 @@ import { writeProjectFiles } from './static/projects.ts'
 import { writeObjects, writeSiteFiles } from './static/site.ts'
 import { writeUserFiles } from './static/users.ts'
 import { writeVersionFiles } from './static/versions.ts'
+import { dropStagingCache, keepStagingCache, stagingCacheKey, takeStagingCache } from './staging-cache.ts'
 import { validateCatalog } from './validate.ts'
 
 /** Result of a build: `changes` counts every file of the release (served files, catalog, snapshot, archive). */
@@ -43,15 +44,18 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const log = options.log
   const pending = prepareRelease(options.distDir)
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
+  const stagingKey = stagingCacheKey(options.dataDir)
+  const kept = options.stagingCache ? takeStagingCache(options.distDir, stagingFile, stagingKey) : (dropStagingCache(options.distDir), false)
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   let compaction: Promise<CompactedCatalog> | null = null
   let catalogReady: Promise<FileHash> | null = null
   let writer: ReleaseSink | null = null
   try {
-    await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingSchema}`)
-    const counts = await loadSource(ctx)
-    log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}`)
+    await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingPragmas} ${kept ? '' : stagingSchema}`)
+    const { records: counts, filesRead } = await loadSource(ctx, kept)
+    const read = kept ? `; staging kept from the last build, ${filesRead} changed record files read` : ''
+    log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}${read}`)
     await staging.exec(stagingIndexes)
     await validateCatalog(ctx)
     if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
@@ -94,7 +98,9 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // Awaited by sealRelease, or below when the build fails first.
     catalogReady.catch(() => {})
     await staging.close()
-    rmSync(stagingFile, { force: true })
+    // Every record loaded and validated: kept for the next build (staging-cache.ts), or removed.
+    if (options.stagingCache) keepStagingCache(options.distDir, stagingFile, stagingKey)
+    else rmSync(stagingFile, { force: true })
     const { stats, usage } = await writer.finish()
     if (usage) {
       const { process: remote, main } = usage.batches

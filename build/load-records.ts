@@ -5,11 +5,12 @@
  * back already serialised (JSON arrays): the main thread only joins them into an insert.
  */
 import { createHash } from 'node:crypto'
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs'
+import { closeSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs'
 import path from 'node:path'
 import { z } from 'zod'
 import { formatPath, type Problem } from './context.ts'
 import type { RenderFileInput } from './render/resources.ts'
+import { storedSignature } from './staging-cache.ts'
 import { contentTypeOf } from './static-paths.ts'
 import {
   sourceCatalogSchema,
@@ -41,7 +42,8 @@ interface RecordKind {
   pattern: string
   tables: readonly string[]
   schema: z.ZodType
-  toRows(record: Record<string, unknown>, file: string, emit: Emit, problems: Problem[], dataDir: string): void
+  /** Emits the record's rows; `blobs` gets each blob file read (path relative to the data folder) with its stat signature. */
+  toRows(record: Record<string, unknown>, file: string, emit: Emit, problems: Problem[], dataDir: string, blobs: [string, string][]): void
 }
 
 /** The kinds of source record, in load order: glob pattern, staging tables, schema and rows. */
@@ -82,10 +84,14 @@ export function parseRecordChunk(kindName: RecordKindName, dataDir: string, file
   const emit: Emit = (table, row) => rows[table]!.push(JSON.stringify(row))
   buffer ??= Buffer.allocUnsafe(READ_BUFFER)
   let count = 0
+  const sources: string[] = []
   for (const file of files) {
     let parsed: unknown
+    let signature: string
     try {
-      parsed = JSON.parse(readText(path.join(dataDir, file), buffer))
+      const read = readText(path.join(dataDir, file), buffer)
+      signature = read.signature
+      parsed = JSON.parse(read.text)
     } catch (err) {
       problems.push({ file, path: '(record)', message: `not valid JSON: ${(err as Error).message}` })
       continue
@@ -96,8 +102,12 @@ export function parseRecordChunk(kindName: RecordKindName, dataDir: string, file
       continue
     }
     count++
-    kind.toRows(result.data as Record<string, unknown>, file, emit, problems, dataDir)
+    const blobs: [string, string][] = []
+    kind.toRows(result.data as Record<string, unknown>, file, emit, problems, dataDir, blobs)
+    // The file, its stat signature and its blobs' (staging-cache.ts): what a rebuild compares.
+    sources.push(JSON.stringify([kindName, file, signature, blobs.length > 0 ? JSON.stringify(blobs) : null]))
   }
+  rows.s_sources = sources
   return { rows, problems, count }
 }
 
@@ -118,11 +128,11 @@ function simple<S extends z.ZodType>(
   }
 }
 
-function versionRows(record: Record<string, unknown>, file: string, emit: Emit, problems: Problem[], dataDir: string): void {
+function versionRows(record: Record<string, unknown>, file: string, emit: Emit, problems: Problem[], dataDir: string, blobs: [string, string][]): void {
   const version = normaliseDates(record) as unknown as SourceVersion
   const normalFiles: NormalisedFile[] = []
   for (const [i, f] of version.files.entries()) {
-    const normal = normaliseFile(dataDir, problems, file, i, f)
+    const normal = normaliseFile(dataDir, problems, file, i, f, blobs)
     if (normal) normalFiles.push(normal)
   }
   if (normalFiles.filter((f) => f.primary).length > 1) problems.push({ file, path: 'files', message: 'more than one file is primary' })
@@ -136,7 +146,7 @@ function versionRows(record: Record<string, unknown>, file: string, emit: Emit, 
 }
 
 /** Reads a file's blob (if any), checks it against what is declared, and fills size and hashes. */
-function normaliseFile(dataDir: string, problems: Problem[], file: string, i: number, f: SourceFile): NormalisedFile | null {
+function normaliseFile(dataDir: string, problems: Problem[], file: string, i: number, f: SourceFile, blobs: [string, string][]): NormalisedFile | null {
   const base = {
     id: f.id,
     filename: f.filename,
@@ -155,7 +165,14 @@ function normaliseFile(dataDir: string, problems: Problem[], file: string, i: nu
   }
   let bytes: Buffer
   try {
-    bytes = readFileSync(blobPath)
+    const fd = openSync(blobPath, 'r')
+    try {
+      // Stat of the open file, so the signature is of the bytes read.
+      blobs.push([path.relative(root, blobPath), storedSignature(fstatSync(fd))])
+      bytes = readFileSync(fd)
+    } finally {
+      closeSync(fd)
+    }
   } catch {
     problems.push({ file, path: `files[${i}].path`, message: `blob not found: ${path.relative(root, blobPath)}` })
     return null
@@ -185,13 +202,14 @@ function normaliseDates<T extends Record<string, unknown>>(record: T): T {
   return out as T
 }
 
-/** Reads a UTF-8 file through `buffer` (open, pread, close: no fstat, no allocation per file). */
-function readText(file: string, buffer: Buffer): string {
+/** Reads a UTF-8 file through `buffer` (open, fstat, pread, close: no allocation per file) with its stat signature. */
+function readText(file: string, buffer: Buffer): { text: string; signature: string } {
   const fd = openSync(file, 'r')
   try {
+    const signature = storedSignature(fstatSync(fd))
     const n = readSync(fd, buffer, 0, buffer.length, 0)
     // pread leaves the file position at 0: readFileSync(fd) then reads the whole file.
-    return n < buffer.length ? buffer.toString('utf8', 0, n) : readFileSync(fd, 'utf8')
+    return { text: n < buffer.length ? buffer.toString('utf8', 0, n) : readFileSync(fd, 'utf8'), signature }
   } finally {
     closeSync(fd)
   }

@@ -13,12 +13,15 @@
  * `fs.promises.readFile` in flight (open, fstat, read and close each a thread-pool round trip and a
  * promise); 18 s against 21 s with the pages evicted from the cache (README, "Performance").
  */
+import { statSync } from 'node:fs'
+import path from 'node:path'
 import fg from 'fast-glob'
 import type { BuildContext } from './context.ts'
 import { addProblem } from './context.ts'
 import type { Db } from './db/sqlite.ts'
 import { createLoadPool, type LoadPool } from './load-pool.ts'
 import { parseRecordChunk, recordKinds, type RecordChunk, type RecordKindName } from './load-records.ts'
+import { sourceSignature } from './staging-cache.ts'
 
 const BATCH = 1000
 /** Files per chunk: large enough that a round trip to the worker is small beside its parsing. */
@@ -28,29 +31,106 @@ const AHEAD = 8
 /** Chunks queued at each worker: it never waits for the next one while this thread parses its own. */
 const WORKER_QUEUE = 2
 
-/** Loads every source record into staging; problems are collected in ctx. Returns record counts. */
-export async function loadSource(ctx: BuildContext): Promise<Record<string, number>> {
+/** What a load did: records per staging table, and the record files read (all of them unless staging was kept). */
+export interface LoadCounts {
+  records: Record<string, number>
+  filesRead: number
+}
+
+/**
+ * Loads every source record into staging; problems are collected in ctx. With `kept` (staging
+ * kept from the last build, staging-cache.ts), only record files whose stat signature (or one of
+ * whose blobs') changed, and new ones, are read; the rows of those and of removed files are
+ * dropped first.
+ */
+export async function loadSource(ctx: BuildContext, kept = false): Promise<LoadCounts> {
   const counts: Record<string, number> = {}
-  const pool = ctx.options.loadWorkers > 0 ? createLoadPool(ctx.options.dataDir, ctx.options.loadWorkers) : null
+  let filesRead = 0
+  // A pool is started only when there is something to parse (a kept staging with no change needs none).
+  let pool = null as LoadPool | null
+  const startPool = (): LoadPool | null => (pool ??= ctx.options.loadWorkers > 0 ? createLoadPool(ctx.options.dataDir, ctx.options.loadWorkers) : null)
   try {
     for (const kind of Object.keys(recordKinds) as RecordKindName[]) {
       const { tables } = recordKinds[kind]
-      counts[tables[0]!] = await loadKind(ctx, kind, pool)
+      const changed = kept ? await changedSources(ctx, kind) : null
+      if (changed && changed.length === 0) {
+        counts[tables[0]!] = await countRows(ctx, tables[0]!)
+        continue
+      }
+      const loaded = await loadKind(ctx, kind, changed && changed.length < CHUNK * 4 ? null : startPool(), changed)
+      counts[tables[0]!] = changed ? await countRows(ctx, tables[0]!) : loaded.count
+      filesRead += loaded.files
     }
   } finally {
     const usage = await pool?.close()
     if (usage) ctx.options.log(`… the load worker${pool!.size > 1 ? `s (${pool!.size}) ` : ' '}used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB`)
   }
   if (counts.s_catalog === 0) addProblem(ctx, 'catalog.json', '(record)', 'missing: the catalog needs a catalog.json')
-  return counts
+  return { records: counts, filesRead }
 }
 
-/** Loads the records of one kind: globbed in chunks, parsed here or in the worker, applied in order. */
-async function loadKind(ctx: BuildContext, kind: RecordKindName, pool: LoadPool | null): Promise<number> {
+async function countRows(ctx: BuildContext, table: string): Promise<number> {
+  return (await ctx.staging.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`))!.n
+}
+
+/**
+ * The record files of `kind` to read again into a kept staging, in glob order: new ones, and those
+ * whose stat signature or one of whose blobs' differs from s_sources. Their rows, and those of the
+ * kind's files gone from the data folder, are deleted. The comparison runs in SQLite (a temp table
+ * of the globbed files), so memory stays flat however many files there are.
+ */
+async function changedSources(ctx: BuildContext, kind: RecordKindName): Promise<string[]> {
+  const { staging } = ctx
   const { pattern, tables } = recordKinds[kind]
-  const batchers = new Map(tables.map((t) => [t, createBatcher(ctx.staging, t)]))
+  await staging.exec(`
+    DROP TABLE IF EXISTS temp.globbed; DROP TABLE IF EXISTS temp.changed;
+    CREATE TEMP TABLE globbed (file TEXT PRIMARY KEY, signature TEXT NOT NULL);
+    CREATE TEMP TABLE changed (file TEXT PRIMARY KEY);
+  `)
+  const globbed = createBatcher(staging, 'temp.globbed')
+  for await (const entry of fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true, stats: true })) {
+    const { path: file, stats } = entry as unknown as fg.Entry
+    await globbed.add([file, sourceSignature(stats!)])
+  }
+  await globbed.flush()
+  await staging.run(
+    `INSERT INTO temp.changed SELECT g.file FROM temp.globbed g LEFT JOIN s_sources s ON s.file = g.file AND s.kind = ?
+     WHERE s.file IS NULL OR s.signature <> g.signature`,
+    [kind],
+  )
+  // Files unchanged themselves whose blobs (read by the load, hashed into their rows) changed.
+  const withBlobs = await staging.all<{ file: string; blobs: string }>(
+    `SELECT s.file, s.blobs FROM s_sources s JOIN temp.globbed g ON g.file = s.file AND g.signature = s.signature WHERE s.kind = ? AND s.blobs IS NOT NULL`,
+    [kind],
+  )
+  const blobChanged = withBlobs.filter((row) => (JSON.parse(row.blobs) as [string, string][]).some(([blob, signature]) => statSignature(path.join(ctx.options.dataDir, blob)) !== signature))
+  if (blobChanged.length > 0) await staging.run(`INSERT INTO temp.changed SELECT value FROM json_each(?)`, [JSON.stringify(blobChanged.map((r) => r.file))])
+  const stale = `SELECT file FROM s_sources WHERE kind = ? AND (file IN temp.changed OR file NOT IN (SELECT file FROM temp.globbed))`
+  for (const table of [...tables, 's_sources']) await staging.run(`DELETE FROM ${table} WHERE file IN (${stale})`, [kind])
+  const changed = await staging.all<{ file: string }>(`SELECT g.file FROM temp.globbed g WHERE g.file IN temp.changed ORDER BY g.rowid`)
+  await staging.exec(`DROP TABLE temp.globbed; DROP TABLE temp.changed;`)
+  return changed.map((r) => r.file)
+}
+
+/** The stat signature of a file, or null when it cannot be read (the record is then read again and reports it). */
+function statSignature(file: string): string | null {
+  try {
+    return sourceSignature(statSync(file))
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Loads the records of one kind: globbed (or `only` these files) in chunks, parsed here or in the
+ * worker, applied in order. Returns the records that validated and the files read.
+ */
+async function loadKind(ctx: BuildContext, kind: RecordKindName, pool: LoadPool | null, only: readonly string[] | null = null): Promise<{ count: number; files: number }> {
+  const { pattern, tables } = recordKinds[kind]
+  const batchers = new Map([...tables, 's_sources'].map((t) => [t, createBatcher(ctx.staging, t)]))
   const pending: Promise<RecordChunk>[] = []
   let count = 0
+  let files = 0
   let lastProgress = Date.now()
   const apply = async (chunk: RecordChunk): Promise<void> => {
     ctx.problems.push(...chunk.problems)
@@ -64,27 +144,29 @@ async function loadKind(ctx: BuildContext, kind: RecordKindName, pool: LoadPool 
       ctx.options.log(`… loaded ${count} ${pattern} records`)
     }
   }
-  const dispatch = async (files: string[]): Promise<void> => {
+  const dispatch = async (chunk: string[]): Promise<void> => {
+    files += chunk.length
     if (pool && pool.busy < WORKER_QUEUE * pool.size) {
-      const remote = pool.run(kind, files)
+      const remote = pool.run(kind, chunk)
       // Awaited in order below; a failure surfaces there.
       remote.catch(() => {})
       pending.push(remote)
-    } else pending.push(Promise.resolve(parseRecordChunk(kind, ctx.options.dataDir, files)))
+    } else pending.push(Promise.resolve(parseRecordChunk(kind, ctx.options.dataDir, chunk)))
     while (pending.length > AHEAD) await apply(await pending.shift()!)
   }
-  let files: string[] = []
-  for await (const entry of fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true })) {
-    files.push(String(entry))
-    if (files.length >= CHUNK) {
-      await dispatch(files)
-      files = []
+  let chunk: string[] = []
+  const listed: AsyncIterable<unknown> | Iterable<string> = only ?? fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true })
+  for await (const entry of listed) {
+    chunk.push(String(entry))
+    if (chunk.length >= CHUNK) {
+      await dispatch(chunk)
+      chunk = []
     }
   }
-  if (files.length > 0) await dispatch(files)
-  for (const chunk of pending) await apply(await chunk)
+  if (chunk.length > 0) await dispatch(chunk)
+  for (const done of pending) await apply(await done)
   for (const batch of batchers.values()) await batch.flush()
-  return count
+  return { count, files }
 }
 
 /** Batched inserts into one table. */

@@ -5,10 +5,18 @@
  * README.md ("The catalog database") because offline users query it directly.
  */
 
-/** Staging: one row per source record, the normalised record as JSON. */
-export const stagingSchema = `
+/** Settings of every staging connection (not stored in the file). */
+export const stagingPragmas = `
 PRAGMA journal_mode = OFF;
 PRAGMA synchronous = OFF;
+`
+
+/**
+ * Staging: one row per source record, the normalised record as JSON; s_sources, one row per record
+ * file loaded, with the stat signatures a rebuild compares (build/staging-cache.ts).
+ */
+export const stagingSchema = `
+CREATE TABLE s_sources (kind TEXT, file TEXT, signature TEXT, blobs TEXT);
 CREATE TABLE s_catalog (file TEXT, json TEXT);
 CREATE TABLE s_categories (slug TEXT, project_type TEXT, file TEXT, json TEXT);
 CREATE TABLE s_types (slug TEXT, file TEXT, json TEXT);
@@ -19,15 +27,16 @@ CREATE TABLE s_versions (id TEXT, project_id TEXT, version_number TEXT, status T
 CREATE TABLE s_files (id TEXT, version_id TEXT, project_id TEXT, filename TEXT, size INTEGER, sha256 TEXT, sha1 TEXT, idx INTEGER, blob TEXT, file TEXT);
 `
 
-/** Indexes added to staging after loading (cheaper than maintaining them during inserts). */
+/** Indexes added to staging after loading (cheaper than maintaining them during inserts); already there in a kept staging. */
 export const stagingIndexes = `
-CREATE INDEX s_users_id ON s_users(id);
-CREATE INDEX s_projects_id ON s_projects(id);
-CREATE INDEX s_projects_folder ON s_projects(folder);
-CREATE INDEX s_versions_id ON s_versions(id);
-CREATE INDEX s_versions_project ON s_versions(project_id);
-CREATE INDEX s_files_sha256 ON s_files(sha256);
-CREATE INDEX s_files_id ON s_files(id);
+CREATE INDEX IF NOT EXISTS s_users_id ON s_users(id);
+CREATE INDEX IF NOT EXISTS s_projects_id ON s_projects(id);
+CREATE INDEX IF NOT EXISTS s_projects_folder ON s_projects(folder);
+CREATE INDEX IF NOT EXISTS s_versions_id ON s_versions(id);
+CREATE INDEX IF NOT EXISTS s_versions_project ON s_versions(project_id);
+CREATE INDEX IF NOT EXISTS s_files_sha256 ON s_files(sha256);
+CREATE INDEX IF NOT EXISTS s_files_id ON s_files(id);
+CREATE INDEX IF NOT EXISTS s_sources_file ON s_sources(file);
 `
 
 /** Catalog: visible data only. */
