@@ -88,9 +88,13 @@ async function changedSources(ctx: BuildContext, kind: RecordKindName): Promise<
     CREATE TEMP TABLE changed (file TEXT PRIMARY KEY);
   `)
   const globbed = createBatcher(staging, 'temp.globbed')
-  for await (const entry of fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true, stats: true })) {
-    const { path: file, stats } = entry as unknown as fg.Entry
-    await globbed.add([file, sourceSignature(stats!)])
+  // statSync per name: 12.8 s for the large catalog's 1 M version files, against 19–31 s for
+  // fast-glob's own `stats` (an async lstat per entry). It follows symlinks, as the load's fstat does.
+  for await (const entry of fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true })) {
+    const file = String(entry)
+    const signature = statSignature(path.join(ctx.options.dataDir, file))
+    // Gone since it was listed: left out, so its rows go as a removed file's.
+    if (signature !== null) await globbed.add([file, signature])
   }
   await globbed.flush()
   await staging.run(
