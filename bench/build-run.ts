@@ -88,6 +88,7 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
   }
   const phases = readPhases(lines, wallSeconds)
   const written = /; (\d+) bodies written\)/.exec(lines.join('\n'))
+  const kept = /^Staging kept from the last build: read (\d+) changed record files$/m.exec(lines.join('\n'))
   return {
     kind: options.kind,
     wallSeconds,
@@ -101,6 +102,7 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
     bodies: pointer.bodies,
     bodyBytes: pointer.bytes,
     bodiesWritten: written ? Number(written[1]) : null,
+    recordFilesRead: kept ? Number(kept[1]) : null,
     changes: pointer.changes,
     filesPerSecond: phases.wall.render ? pointer.files / phases.wall.render : null,
     releaseDiskMb: measureDiskMb([releaseDir]),

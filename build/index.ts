@@ -54,8 +54,8 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   try {
     await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingPragmas} ${kept ? '' : stagingSchema}`)
     const { records: counts, filesRead } = await loadSource(ctx, kept)
-    const read = kept ? `; staging kept from the last build, ${filesRead} changed record files read` : ''
-    log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}${read}`)
+    if (kept) log(`Staging kept from the last build: read ${filesRead} changed record files`)
+    log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}`)
     await staging.exec(stagingIndexes)
     await validateCatalog(ctx)
     if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
