@@ -8,6 +8,9 @@
  * chunks' rows and problems are applied in glob order whoever parsed them, so staging and the
  * problem list are the same as from one thread. Inserts run on SQLite's thread.
  *
+ * A rebuild with staging kept from the last build (staging-cache.ts) lists the files with their
+ * stats, drops the rows of changed and removed files, and reads only the changed and new ones.
+ *
  * Records are read synchronously into one reused buffer: the 104,015 version records of a
  * 10,000-project catalog take 2.8–3.5 s and 0.6 s of CPU so, against 14–19 s and 8 s with 64
  * `fs.promises.readFile` in flight (open, fstat, read and close each a thread-pool round trip and a
