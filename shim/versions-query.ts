@@ -66,11 +66,14 @@ export async function listVersionsByIds(db: Db, ids: readonly string[]): Promise
 
 /**
  * The project that owns each hash (lowercase SHA-1 or SHA-256). The build rejects a file shared by
- * two projects, so a hash names at most one project. Two lookups so each uses its own index.
+ * two projects, so a hash names at most one project. The hash's length picks the one index that can
+ * hold it (stored hashes are validated: sha256 64 and sha1 40 lowercase hex), so a SHA-1 never pays
+ * a futile descent of files_sha256 first: about a seventh of the bulk update's CPU at the large
+ * catalog (bench/results/PROFILE.md).
  */
-const OWNER_SQL = `coalesce(
-    (SELECT f.project_id FROM files f WHERE f.sha256 = r.value LIMIT 1),
-    (SELECT f.project_id FROM files f WHERE f.sha1 = r.value LIMIT 1))`
+const OWNER_SQL = `CASE length(r.value)
+    WHEN 64 THEN (SELECT f.project_id FROM files f WHERE f.sha256 = r.value LIMIT 1)
+    WHEN 40 THEN (SELECT f.project_id FROM files f WHERE f.sha1 = r.value LIMIT 1) END`
 
 /**
  * Finds, for each hash, the newest version containing that file (the same rule the build uses to
@@ -78,9 +81,9 @@ const OWNER_SQL = `coalesce(
  */
 export async function findVersionsByHashes(db: Db, hashes: readonly string[]): Promise<HashMatch[]> {
   const rows = await db.all<{ hash: string; json: string | null }>(
-    `SELECT r.value AS hash, coalesce(
-       (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha256 = r.value ORDER BY v.rank LIMIT 1),
-       (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha1 = r.value ORDER BY v.rank LIMIT 1)) AS json
+    `SELECT r.value AS hash, CASE length(r.value)
+       WHEN 64 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha256 = r.value ORDER BY v.rank LIMIT 1)
+       WHEN 40 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha1 = r.value ORDER BY v.rank LIMIT 1) END AS json
      FROM json_each($hashes) r ORDER BY r.key`,
     { $hashes: JSON.stringify(hashes) },
   )

@@ -160,15 +160,16 @@ describe('GET /version-files?hashes=', () => {
     const { cache, release } = server.ctx
     const single = (h: string): string => `/api/v1/version-files/${h}`
     cache.clear()
-    const cold = await (await server.get(url)).text()
+    const coldRes = await server.get(url)
+    const cold = await coldRes.text()
     expect(Object.keys(byHashSchema.parse(JSON.parse(cold)).data)).toEqual(hashes)
     // What SQL found was kept under each single lookup's path: the exact bytes of its pre-rendered file.
     for (const h of hashes) expect(cache.get!(single(h))?.bytes.toString(), h).toBe(readFileSync(path.join(release.dir, `public${single(h)}.json`), 'utf8'))
     const warm = await server.get(url)
     expect(await warm.text()).toBe(cold)
-    // Sent in parts, described as one body: its length, the ETag of its bytes, HEAD and 304 alike.
+    // Sent in parts, described as one body: its length, one ETag cold and warm, HEAD and 304 alike.
     expect(warm.headers.get('content-length')).toBe(String(Buffer.byteLength(cold)))
-    expect(warm.headers.get('etag')).toBe(createBody(Buffer.from(cold)).etag)
+    expect(warm.headers.get('etag')).toBe(coldRes.headers.get('etag'))
     const head = await server.get(url, { method: 'HEAD' })
     expect([head.status, head.headers.get('content-length'), await head.text()]).toEqual([200, String(Buffer.byteLength(cold)), ''])
     const notModified = await server.get(url, { headers: { 'If-None-Match': warm.headers.get('etag')! } })
@@ -178,6 +179,47 @@ describe('GET /version-files?hashes=', () => {
     for (const h of hashes.filter((_, i) => i % 2 === 0)) await cache.read(release.dir, single(h))
     expect(cache.get!(single(hashes[1]!))).toBeUndefined()
     expect(await (await server.get(url)).text()).toBe(cold)
+  })
+
+  it('derives a strong ETag in the one format from the parts, which changes whenever the bytes do', async () => {
+    const hashes = [...byHash.keys()].slice(0, 20)
+    const { cache, release } = server.ctx
+    const single = (h: string): string => `/api/v1/version-files/${h}`
+    const get = async (list: readonly string[]): Promise<{ etag: string; text: string }> => {
+      const res = await server.get(`/version-files?hashes=${list.join(',')}`)
+      return { etag: res.headers.get('etag')!, text: await res.text() }
+    }
+    cache.clear()
+    const base = await get(hashes)
+    // The rule's format (build/render/etag.ts): "<hex of the first bits of a SHA-256>-<hex size>".
+    expect(base.etag).toMatch(/^"[0-9a-f]{1,8}-[0-9a-f]+"$/)
+    expect(base.etag.slice(1, -1).split('-')[1]).toBe(Buffer.byteLength(base.text).toString(16))
+    // Same bytes, same ETag: asked in another spelling, and with the single lookups cached or not.
+    expect(await get(hashes.map((h) => h.toUpperCase()))).toEqual(base)
+    cache.clear()
+    for (const h of hashes.slice(5)) await cache.read(release.dir, single(h))
+    expect(await get(hashes)).toEqual(base)
+    // Other bytes, another ETag: another order, one hash fewer, one version changed with its size kept.
+    const reordered = await get([...hashes.slice(1), hashes[0]!])
+    expect(reordered.text).not.toBe(base.text)
+    expect(reordered.etag).not.toBe(base.etag)
+    expect((await get(hashes.slice(1))).etag).not.toBe(base.etag)
+    cache.clear()
+    const file = readFileSync(path.join(release.dir, `public${single(hashes[3]!)}.json`), 'utf8')
+    const changed = file.replace(/"downloads":(\d)/, (_, d: string) => `"downloads":${(Number(d) + 1) % 10}`)
+    expect(changed).not.toBe(file)
+    expect(changed.length).toBe(file.length)
+    cache.put!(single(hashes[3]!), createBody(Buffer.from(changed)), cache.generation)
+    const edited = await get(hashes)
+    expect(edited.text.length).toBe(base.text.length)
+    expect(edited.text).not.toBe(base.text)
+    expect(edited.etag).not.toBe(base.etag)
+    cache.clear()
+  })
+
+  it('reads the catalog with a page cache that holds the hash and version indexes\' interior pages', async () => {
+    // SQLite's default (2,000 KiB) made each hash of a bulk lookup read about 3 pages through pread.
+    expect(await server.ctx.release.db.get<{ cache_size: number }>('PRAGMA cache_size')).toEqual({ cache_size: -8192 })
   })
 
   it('keeps nothing found for a release that stopped being live during the lookup', async () => {
