@@ -109,7 +109,7 @@ function saveResults(): void {
       'The machine is shared (see the load average): wall times are noisy, CPU seconds steadier.',
       'Phases come from the build progress lines; catalog = staging indexes + validation + catalog database + search index.',
       'names per second = names (new files and hard links) of the release ÷ render phase seconds.',
-      'The incremental build is the same pipeline on the edited catalog: bodies already in the content store are linked, not written.',
+      'The incremental build runs on the edited catalog in the same dist: its load reads only the record files that changed, from the staging the full build kept (BUILD_STAGING_CACHE; all of them with BUILD_STAGING_CACHE=0 or before that existed); the rest is the same pipeline, and bodies already in the content store are linked, not written.',
     ],
   }
   mkdirSync(outDir, { recursive: true })
