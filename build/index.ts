@@ -45,7 +45,9 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const pending = prepareRelease(options.distDir)
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
   const stagingKey = stagingCacheKey(options.dataDir)
-  const kept = options.stagingCache ? takeStagingCache(options.distDir, stagingFile, stagingKey) : (dropStagingCache(options.distDir), false)
+  // BUILD_STAGING_CACHE=0: no cache is used, and one left by earlier builds is removed.
+  if (!options.stagingCache) dropStagingCache(options.distDir)
+  const kept = options.stagingCache && takeStagingCache(options.distDir, stagingFile, stagingKey)
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   let compaction: Promise<CompactedCatalog> | null = null
