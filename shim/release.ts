@@ -21,21 +21,16 @@ export interface Release {
 }
 
 /**
- * SQLite's page cache of the catalog connection, in KiB: its default, 2,000. Bulk hash lookups and
- * update matching descend four indexes per hash through 8 KB pages, and 8 MB kept those indexes'
- * interior pages (bulk update 2.2 → 2.0 ms of CPU per 100-hash request at the large catalog,
- * interleaved A/B; 16 MB no better). But the cache counts in RSS, outside the JS heap, and with
- * 8 MB the full benchmark measured the shim at 301 MB under all load, over the 300 MB goal (289 MB
- * in a shorter run; 282–284 MB with the default): the memory bound is kept, the 9% is not
- * (bench/results/PROFILE.md, "Session 5").
+ * Opens a catalog database read-only, with SQLite's default page cache (2,000 KiB). Bulk hash
+ * lookups and update matching descend four indexes per hash through 8 KB pages, and 8 MB kept those
+ * indexes' interior pages (bulk update 2.2 → 2.0 ms of CPU per 100-hash request at the large
+ * catalog, interleaved A/B; 16 MB no better). But the cache counts in RSS, outside the JS heap, and
+ * with 8 MB the full benchmark measured the shim at 301 MB under all load, over the 300 MB goal
+ * (289 MB in a shorter run; 282–284 MB with the default): the memory bound is kept, the 9% is not
+ * (bench/results/PROFILE.md, "Session 5" and "Session 6").
  */
-const CATALOG_CACHE_KIB = 2000
-
-/** Opens a catalog database read-only, with the page cache above. */
-async function openCatalog(file: string): Promise<Db> {
-  const db = await openDb(file, { readonly: true })
-  await db.exec(`PRAGMA cache_size = -${CATALOG_CACHE_KIB}`)
-  return db
+function openCatalog(file: string): Promise<Db> {
+  return openDb(file, { readonly: true })
 }
 
 /** Real path of the release `current` points to, or null when there is none yet. */

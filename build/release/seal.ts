@@ -22,7 +22,7 @@ import { hashFile, type FileHash } from './hash-file.ts'
 import { addCounts, hashBytes, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
 import { writeManifest } from './seal-manifest.ts'
-import { writeArchiveInChild, writeSnapshotInChild } from './seal-child.ts'
+import { writeArchiveInChild, writeSnapshotInChild, type SealWorkerUsage } from './seal-child.ts'
 import { writeSnapshot } from './snapshot.ts'
 import { linkOrCopy, type WriteStats } from './writer.ts'
 
@@ -65,6 +65,14 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     extras[!old ? 'added' : old.sha256 === ref.sha256 ? 'unchanged' : 'changed']++
     return ref
   }
+  /** Writes the snapshot or the archive in its worker process (logging what it used) or, when `inChild` is null, here; returns what was written's SHA-256 and size. */
+  const writeExtra = async (part: string, inChild: (() => Promise<SealWorkerUsage>) | null, here: () => Promise<FileHash>): Promise<FileHash> => {
+    if (!inChild) return here()
+    const usage = await inChild()
+    input.log(`The ${part} worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
+    if (!usage.written) throw new Error(`the ${part} worker did not report the SHA-256 of the ${part}`)
+    return usage.written
+  }
   const cpu = process.cpuUsage()
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
@@ -105,16 +113,12 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const [[bodyOrder, pathOrder, pack], catalog] = await Promise.all([orders, catalogTask])
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     const target = path.join(releaseDir, name)
-    let written: FileHash | undefined
-    if (input.options.snapshotWorker) {
-      const usage = await writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack)
-      input.log(`The snapshot worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
-      if (!usage.written) throw new Error('the snapshot worker did not report the SHA-256 of the snapshot')
-      written = usage.written
-    } else {
-      written = await writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack)
-    }
-    // Hashed by writeSnapshot beside its check; the size is checked again here.
+    // Hashed by writeSnapshot beside its check; the size is checked again by seal().
+    const written = await writeExtra(
+      'snapshot',
+      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack) : null,
+      () => writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack),
+    )
     const ref = await seal(name, before?.snapshot, written)
     input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     return ref
@@ -123,16 +127,13 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     if (!input.options.archive) return null
     const [bodyOrder, , pack] = await orders
     const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
-    let written: FileHash | undefined
-    if (input.options.archiveWorker) {
-      const usage = await writeArchiveInChild(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
-      input.log(`The archive worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
-      if (!usage.written) throw new Error('the archive worker did not report the SHA-256 of the archive')
-      written = usage.written
-    } else {
-      written = await writeArchive(releaseDir, bodyOrder!, path.join(releaseDir, name), pack)
-    }
-    // Hashed by writeArchive as it wrote; the size is checked again here.
+    const target = path.join(releaseDir, name)
+    // Hashed by writeArchive as it wrote; the size is checked again by seal().
+    const written = await writeExtra(
+      'archive',
+      input.options.archiveWorker ? () => writeArchiveInChild(releaseDir, bodyOrder!, target, pack) : null,
+      () => writeArchive(releaseDir, bodyOrder!, target, pack),
+    )
     const ref = await seal(name, before?.archive, written)
     input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     return ref
@@ -195,7 +196,7 @@ async function describe(releaseDir: string, name: string, known?: FileHash): Pro
   const size = known ? statSync(file).size : null
   if (known && size !== known.size) throw new Error(`${name} is ${size} bytes, not the ${known.size} it was hashed at`)
   const hashed = known ?? (await hashFile(file))
-  stampContentMtime(path.join(releaseDir, name), hashed.sha256)
+  stampContentMtime(file, hashed.sha256)
   return { path: mirrorUrl(name), ...hashed }
 }
 
