@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from 'node:net'
-import { SHIM_HEAP_MB_DEFAULT } from '../shim/heap.ts'
+import { SHIM_HEAP_MB_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT } from '../shim/heap.ts'
 import { renderFrontConfig } from '../shim/front-config.ts'
 import { listChildPids } from './proc.ts'
 
@@ -69,6 +69,11 @@ export function shimHeapMb(): string {
   return process.env.SHIM_HEAP_MB ?? String(SHIM_HEAP_MB_DEFAULT)
 }
 
+/** The shim's new-space bound as `npm run serve` sets it: SHIM_SEMI_SPACE_MB, else its default. */
+export function shimSemiSpaceMb(): string {
+  return process.env.SHIM_SEMI_SPACE_MB ?? String(SHIM_SEMI_SPACE_MB_DEFAULT)
+}
+
 /** Starts the shim as `npm run serve` does, rate limit raised so the benchmark is not throttled. */
 export async function startShim(options: ShimStart): Promise<ServerHandle> {
   mkdirSync(options.workDir, { recursive: true })
@@ -84,9 +89,12 @@ export async function startShim(options: ShimStart): Promise<ServerHandle> {
     ...options.env,
   }
   const root = options.root ?? ROOT
-  // The heap limit npm run serve sets (shim/heap.ts), unless the caller gives its own.
+  // The heap flags npm run serve sets (shim/heap.ts), unless the caller gives its own.
   const nodeArgs = options.nodeArgs ?? []
-  const heap = nodeArgs.some((a) => a.startsWith('--max-old-space-size')) ? [] : [`--max-old-space-size=${shimHeapMb()}`]
+  const heap = [
+    ...(nodeArgs.some((a) => a.startsWith('--max-old-space-size')) ? [] : [`--max-old-space-size=${shimHeapMb()}`]),
+    ...(nodeArgs.some((a) => a.startsWith('--max-semi-space-size')) ? [] : [`--max-semi-space-size=${shimSemiSpaceMb()}`]),
+  ]
   const child = spawn(process.execPath, [...heap, ...nodeArgs, ...resolveEntryArgs(root, 'shim/cli.ts')], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] })
   return await track('shim', child, options.port, options.probePath)
 }
