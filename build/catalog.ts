@@ -30,19 +30,27 @@ export interface CatalogMaps {
 
 const PAGE = 2000
 
-/** Fills the catalog database (staging stays attached for the blob list); returns the lookups used by the static renderers. */
-export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSettings): Promise<CatalogMaps> {
+/**
+ * Fills the catalog database (staging stays attached for the blob list); returns the lookups used by
+ * the static renderers. `step` is told when each part is done (progress lines).
+ */
+export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSettings, step: (done: string) => void = () => {}): Promise<CatalogMaps> {
   await db.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${catalogSchema}`)
   await db.run(`ATTACH DATABASE ? AS staging`, [ctx.staging.file])
   await db.exec(`PRAGMA staging.cache_size = -${BUILD_CACHE_KIB}`)
   await writeReference(db)
   await writeVisibleRows(ctx, db)
+  step('copied the visible versions, files and dependencies')
   const authors = await writeAuthors(db)
   const projects = await writeProjects(db, authors)
+  step('rendered the projects')
   await writeVersionJson(db, settings, projects)
+  step('rendered the versions')
   await writeUserProfiles(db)
   await db.exec(catalogIndexes)
+  step('rendered the users and indexed the catalog')
   await createSearchIndex(db)
+  step('built the search index')
   return { authors, projects }
 }
 

@@ -58,8 +58,13 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     const { records: counts, filesRead } = await loadSource(ctx, kept)
     if (kept) log(`Staging kept from the last build: read ${filesRead} changed record files`)
     log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}`)
+    // Progress inside the catalog phase, the build's longest single-threaded one: where a rebuild's
+    // time goes (bench/results/BUILD-PROFILE.md).
+    const step = (done: string): void => log(`… ${done} after ${secondsSince(started)}s${formatCpu(cpu)}`)
     await staging.exec(stagingIndexes)
+    step('indexed staging')
     await validateCatalog(ctx)
+    step(`validated the catalog (${ctx.problems.length} problems)`)
     if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
     // From here staging is read through the catalog connection's ATTACH: free this connection's cache.
     await staging.exec(`PRAGMA shrink_memory`)
@@ -74,7 +79,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // The body pack is read by the snapshot and the archive only.
     const recorder = { packBodies: options.release.snapshot || options.release.archive }
     writer = options.writeWorker ? createWritePool(pending.dir, onProgress, storeDir, recorder) : createLocalSink(pending.dir, onProgress, storeDir, recorder)
-    const maps = await writeCatalog(ctx, db, settings)
+    const maps = await writeCatalog(ctx, db, settings, step)
     // The catalog is complete: the renderers only read it (their temp tables are not part of it).
     // Its statistics for the shim's query planner, for every table whatever this connection queried.
     await db.exec(`PRAGMA main.optimize(0x10002)`)

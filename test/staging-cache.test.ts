@@ -58,6 +58,18 @@ describe('staging kept between builds', () => {
   it('reads only the changed record files, drops removed ones, and publishes the bytes of a full build', async () => {
     const first = await build()
     expect(loadLine()).not.toContain('Staging kept')
+    // The catalog phase reports its parts, in order, each with its time since the build started.
+    const parts = logs.filter((l) => l.startsWith('… ') && / after [\d.]+s \(CPU [\d.]+s\)$/.test(l)).map((l) => l.slice(2, l.lastIndexOf(' after ')))
+    expect(parts.slice(0, 7)).toEqual([
+      'indexed staging',
+      'validated the catalog (0 problems)',
+      'copied the visible versions, files and dependencies',
+      'rendered the projects',
+      'rendered the versions',
+      'rendered the users and indexed the catalog',
+      'built the search index',
+    ])
+    expect(logs.findIndex((l) => l.startsWith('… built the search index'))).toBeLessThan(logs.findIndex((l) => l.startsWith('Wrote the catalog database')))
     const cache = stagingCachePaths(dist)
     expect(existsSync(cache.file) && existsSync(cache.key)).toBe(true)
 
