@@ -1,6 +1,9 @@
-/** Settings read from the environment by the build's commands: allowed values or a clear refusal. */
+/**
+ * Settings read from the environment by every entry point (the build's commands and the shim): allowed
+ * values or a clear refusal naming the variable, in one wording (README, "Configuration").
+ */
 
-/** A build setting from the environment that is not one of its allowed values. */
+/** A setting from the environment that is not one of its allowed values. */
 export class ConfigError extends Error {}
 
 /**
@@ -24,6 +27,14 @@ export function envSwitch(env: Record<string, string | undefined>, name: string)
   if (value === undefined || value === '' || value === '1') return true
   if (value === '0') return false
   throw new ConfigError(`${name} must be 0 or 1, got ${JSON.stringify(value)}`)
+}
+
+/** One of a list of words; the first is the default (unset or empty). */
+export function envChoice<T extends string>(env: Record<string, string | undefined>, name: string, allowed: readonly [T, ...T[]]): T {
+  const value = env[name]
+  if (value === undefined || value === '') return allowed[0]
+  if (!(allowed as readonly string[]).includes(value)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`)
+  return value as T
 }
 
 /** Runs a command's option resolution; a ConfigError is printed with the README's pointer and exits 2 before anything is done. */

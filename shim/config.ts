@@ -1,5 +1,6 @@
 /** Defaults of the shim and their resolution from the environment (read only by shim/cli.ts). */
 import path from 'node:path'
+import { ConfigError, envChoice, envInt, envSwitch } from '../build/env.ts'
 
 /** Options of the shim (README, "Configuration"). */
 export interface ShimOptions {
@@ -63,19 +64,6 @@ export const shimDefaults = {
   redisTimeoutMs: 200,
 } as const
 
-function choice<T extends string>(value: string | undefined, allowed: readonly T[], name: string): T {
-  const v = value === undefined || value === '' ? allowed[0]! : value
-  if (!(allowed as readonly string[]).includes(v)) throw new Error(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`)
-  return v as T
-}
-
-function int(value: string | undefined, fallback: number, name: string): number {
-  if (value === undefined || value === '') return fallback
-  const n = Number(value)
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(value)}`)
-  return n
-}
-
 /** Resolves shim options from overrides and an environment map. */
 export function resolveShimOptions(
   overrides: Partial<ShimOptions> = {},
@@ -85,29 +73,29 @@ export function resolveShimOptions(
   const snapshot = overrides.snapshotFile !== undefined ? overrides.snapshotFile : env.SNAPSHOT ? path.resolve(env.SNAPSHOT) : null
   const options: ShimOptions = {
     host: overrides.host ?? env.HOST ?? shimDefaults.host,
-    port: overrides.port ?? int(env.PORT, shimDefaults.port, 'PORT'),
+    port: overrides.port ?? envInt(env, 'PORT', shimDefaults.port, 0, 65535),
     distDir,
-    rateLimit: overrides.rateLimit ?? int(env.RATE_LIMIT, shimDefaults.rateLimit, 'RATE_LIMIT'),
-    rateWindowSeconds: overrides.rateWindowSeconds ?? int(env.RATE_WINDOW_SECONDS, shimDefaults.rateWindowSeconds, 'RATE_WINDOW_SECONDS'),
+    rateLimit: overrides.rateLimit ?? envInt(env, 'RATE_LIMIT', shimDefaults.rateLimit, 1),
+    rateWindowSeconds: overrides.rateWindowSeconds ?? envInt(env, 'RATE_WINDOW_SECONDS', shimDefaults.rateWindowSeconds, 1),
     trustedProxies: overrides.trustedProxies ?? (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
-    cacheBytes: overrides.cacheBytes ?? int(env.CACHE_BYTES, shimDefaults.cacheBytes, 'CACHE_BYTES'),
-    releasePollMs: overrides.releasePollMs ?? int(env.RELEASE_POLL_MS, shimDefaults.releasePollMs, 'RELEASE_POLL_MS'),
-    maxAge: overrides.maxAge ?? int(env.MAX_AGE, shimDefaults.maxAge, 'MAX_AGE'),
-    staleWhileRevalidate: overrides.staleWhileRevalidate ?? int(env.STALE_WHILE_REVALIDATE, shimDefaults.staleWhileRevalidate, 'STALE_WHILE_REVALIDATE'),
+    cacheBytes: overrides.cacheBytes ?? envInt(env, 'CACHE_BYTES', shimDefaults.cacheBytes, 0),
+    releasePollMs: overrides.releasePollMs ?? envInt(env, 'RELEASE_POLL_MS', shimDefaults.releasePollMs, 0),
+    maxAge: overrides.maxAge ?? envInt(env, 'MAX_AGE', shimDefaults.maxAge, 0),
+    staleWhileRevalidate: overrides.staleWhileRevalidate ?? envInt(env, 'STALE_WHILE_REVALIDATE', shimDefaults.staleWhileRevalidate, 0),
     filesBaseUrl: (overrides.filesBaseUrl ?? env.FILES_BASE_URL ?? '/objects').replace(/\/+$/, ''),
     countersFile: path.resolve(overrides.countersFile ?? env.COUNTERS_FILE ?? (snapshot ? `${snapshot}.counters.sqlite` : path.join(distDir, 'counters.sqlite'))),
     downloadSecretFile: overrides.downloadSecretFile !== undefined ? overrides.downloadSecretFile : (env.DOWNLOAD_SECRET_FILE ?? 'auto'),
-    cacheScope: overrides.cacheScope ?? choice(env.CACHE_SCOPE, ['private', 'public'] as const, 'CACHE_SCOPE'),
+    cacheScope: overrides.cacheScope ?? envChoice(env, 'CACHE_SCOPE', ['private', 'public'] as const),
     snapshotFile: snapshot,
     redisUrl: overrides.redisUrl !== undefined ? overrides.redisUrl : env.REDIS_URL || null,
-    rateLimitStore: overrides.rateLimitStore ?? choice(env.RATE_LIMIT_STORE, ['memory', 'redis'] as const, 'RATE_LIMIT_STORE'),
-    downloadStore: overrides.downloadStore ?? choice(env.DOWNLOAD_STORE, ['sqlite', 'redis'] as const, 'DOWNLOAD_STORE'),
-    replicas: overrides.replicas ?? Math.max(1, int(env.REPLICAS, shimDefaults.replicas, 'REPLICAS')),
-    redisTimeoutMs: overrides.redisTimeoutMs ?? Math.max(1, int(env.REDIS_TIMEOUT_MS, shimDefaults.redisTimeoutMs, 'REDIS_TIMEOUT_MS')),
-    downloadDrain: overrides.downloadDrain ?? choice(env.DOWNLOAD_DRAIN, ['1', '0'] as const, 'DOWNLOAD_DRAIN') === '1',
+    rateLimitStore: overrides.rateLimitStore ?? envChoice(env, 'RATE_LIMIT_STORE', ['memory', 'redis'] as const),
+    downloadStore: overrides.downloadStore ?? envChoice(env, 'DOWNLOAD_STORE', ['sqlite', 'redis'] as const),
+    replicas: overrides.replicas ?? envInt(env, 'REPLICAS', shimDefaults.replicas, 1),
+    redisTimeoutMs: overrides.redisTimeoutMs ?? envInt(env, 'REDIS_TIMEOUT_MS', shimDefaults.redisTimeoutMs, 1),
+    downloadDrain: overrides.downloadDrain ?? envSwitch(env, 'DOWNLOAD_DRAIN'),
   }
   if ((options.rateLimitStore === 'redis' || options.downloadStore === 'redis') && !options.redisUrl) {
-    throw new Error('RATE_LIMIT_STORE=redis or DOWNLOAD_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379)')
+    throw new ConfigError('RATE_LIMIT_STORE=redis or DOWNLOAD_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379)')
   }
   return options
 }

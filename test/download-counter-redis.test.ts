@@ -85,8 +85,21 @@ describe('shared download counter', () => {
     expect(() => resolveShimOptions({}, { RATE_LIMIT_STORE: 'redis' })).toThrow(/REDIS_URL/)
     expect(() => resolveShimOptions({}, { DOWNLOAD_STORE: 'postgres', REDIS_URL: 'redis://h:1' })).toThrow(/DOWNLOAD_STORE/)
     // A misspelt value is refused, not read as the default: "false" must not mean "drain".
-    expect(() => resolveShimOptions({}, { DOWNLOAD_DRAIN: 'false' })).toThrow('DOWNLOAD_DRAIN must be one of 1, 0, got "false"')
+    expect(() => resolveShimOptions({}, { DOWNLOAD_DRAIN: 'false' })).toThrow('DOWNLOAD_DRAIN must be 0 or 1, got "false"')
     expect(() => resolveShimOptions({}, { CACHE_SCOPE: 'publik' })).toThrow('CACHE_SCOPE must be one of private, public, got "publik"')
     expect(resolveShimOptions({}, { CACHE_SCOPE: 'public', DOWNLOAD_DRAIN: '1' })).toMatchObject({ cacheScope: 'public', downloadDrain: true })
+    // The build's parser and wording (build/env.ts): what Number() would accept is not an integer setting,
+    // and a count that cannot be zero is refused rather than raised to one.
+    for (const [name, value, message] of [
+      ['PORT', '0x10', 'PORT must be an integer from 0 to 65535, got "0x10"'],
+      ['PORT', ' ', 'PORT must be an integer from 0 to 65535, got " "'],
+      ['PORT', '70000', 'PORT must be an integer from 0 to 65535, got "70000"'],
+      ['RATE_LIMIT', '1e3', 'RATE_LIMIT must be an integer from 1 up, got "1e3"'],
+      ['RATE_LIMIT', '0', 'RATE_LIMIT must be an integer from 1 up, got "0"'],
+      ['REPLICAS', '0', 'REPLICAS must be an integer from 1 up, got "0"'],
+      ['REDIS_TIMEOUT_MS', '-5', 'REDIS_TIMEOUT_MS must be an integer from 1 up, got "-5"'],
+    ] as const) {
+      expect(() => resolveShimOptions({}, { [name]: value }), `${name}=${value}`).toThrow(message)
+    }
   })
 })

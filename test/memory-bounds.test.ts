@@ -97,7 +97,7 @@ describe('heap limit', () => {
   it('the shim names a bad setting and exits 2 before listening, with no stack trace', () => {
     for (const [name, value, message] of [
       ['CACHE_SCOPE', 'publik', 'CACHE_SCOPE must be one of private, public, got "publik"'],
-      ['CACHE_BYTES', '128M', 'CACHE_BYTES must be a non-negative integer, got "128M"'],
+      ['CACHE_BYTES', '128M', 'CACHE_BYTES must be an integer from 0 up, got "128M"'],
     ] as const) {
       const run = spawnSync(process.execPath, ['node_modules/vite-node/dist/cli.mjs', 'shim/cli.ts'], {
         env: { ...process.env, [name]: value, DIST_DIR: mkdtempSync(path.join(os.tmpdir(), 'config-dist-')), PORT: '0' },

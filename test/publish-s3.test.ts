@@ -172,6 +172,15 @@ afterAll(async () => {
 
 // s3rver writes two files per object: a first publish of the sample catalog takes 15–30 s on a busy machine.
 describe('publish to S3-compatible storage', { timeout: 180_000 }, () => {
+  it('refuses a malformed setting by its variable name before anything is sent', () => {
+    const env = { S3_BUCKET: BUCKET }
+    expect(resolvePublishOptions({}, { ...env, S3_RETRIES: '3' }, () => {}).retries).toBe(3)
+    expect(() => resolvePublishOptions({}, { ...env, S3_RETRIES: 'three' }, () => {})).toThrow('S3_RETRIES must be an integer from 0 up, got "three"')
+    expect(() => resolvePublishOptions({}, { ...env, RATE_LIMIT: '0x10' }, () => {})).toThrow('RATE_LIMIT must be an integer from 1 up, got "0x10"')
+    expect(() => resolvePublishOptions({}, { ...env, MAX_AGE: ' ' }, () => {})).toThrow('MAX_AGE must be an integer from 0 up, got " "')
+    expect(() => resolvePublishOptions({}, {}, () => {})).toThrow('S3_BUCKET is required')
+  })
+
   it('first publish: every file served by the bucket is byte-identical, with its headers, in order, pointer last', async () => {
     const result = await publish()
     const files = listReleaseFiles()

@@ -1,6 +1,7 @@
 /** Options of `npm run publish:s3` and their resolution from an environment map (README, "Publishing to S3-compatible storage"). */
 import path from 'node:path'
 import { z } from 'zod'
+import { envInt } from '../env.ts'
 
 /** Defaults of a publish. */
 export const publishDefaults = {
@@ -60,7 +61,6 @@ export interface PublishOverrides {
 export function resolvePublishOptions(overrides: PublishOverrides, env: Record<string, string | undefined>, log: (line: string) => void): PublishOptions {
   const endpoint = env.S3_ENDPOINT?.trim() || null
   const pathStyle = env.S3_FORCE_PATH_STYLE?.trim().toLowerCase()
-  const int = (value: string | undefined, fallback: number): number => (value === undefined || value === '' ? fallback : Number(value))
   const parsed = publishOptionsSchema.safeParse({
     distDir: path.resolve(overrides.distDir ?? env.DIST_DIR ?? publishDefaults.distDir),
     bucket: env.S3_BUCKET?.trim() ?? '',
@@ -71,12 +71,12 @@ export function resolvePublishOptions(overrides: PublishOverrides, env: Record<s
     forcePathStyle: pathStyle ? pathStyle === '1' || pathStyle === 'true' : endpoint !== null,
     credentials: null,
     concurrency: overrides.concurrency ?? publishDefaults.concurrency,
-    retries: int(env.S3_RETRIES, publishDefaults.retries),
+    retries: envInt(env, 'S3_RETRIES', publishDefaults.retries, 0),
     retainSeconds: overrides.retainSeconds ?? publishDefaults.retainSeconds,
     partSize: overrides.partSize ?? publishDefaults.partSize,
-    rateLimit: int(env.RATE_LIMIT, publishDefaults.rateLimit),
-    maxAge: int(env.MAX_AGE, publishDefaults.maxAge),
-    staleWhileRevalidate: int(env.STALE_WHILE_REVALIDATE, publishDefaults.staleWhileRevalidate),
+    rateLimit: envInt(env, 'RATE_LIMIT', publishDefaults.rateLimit, 1),
+    maxAge: envInt(env, 'MAX_AGE', publishDefaults.maxAge, 0),
+    staleWhileRevalidate: envInt(env, 'STALE_WHILE_REVALIDATE', publishDefaults.staleWhileRevalidate, 0),
   })
   if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '))
   return { ...parsed.data, log }
