@@ -44,10 +44,10 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const log = options.log
   const pending = prepareRelease(options.distDir)
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
-  const stagingKey = stagingCacheKey(options.dataDir)
-  // BUILD_STAGING_CACHE=0: no cache is used, and one left by earlier builds is removed.
-  if (!options.stagingCache) dropStagingCache(options.distDir)
-  const kept = options.stagingCache && takeStagingCache(options.distDir, stagingFile, stagingKey)
+  // BUILD_STAGING_CACHE=0: no cache is used (no key is needed), and one left by earlier builds is removed.
+  const stagingKey = options.stagingCache ? stagingCacheKey(options.dataDir) : null
+  if (stagingKey === null) dropStagingCache(options.distDir)
+  const kept = stagingKey !== null && takeStagingCache(options.distDir, stagingFile, stagingKey)
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   let compaction: Promise<CompactedCatalog> | null = null
@@ -106,7 +106,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     catalogReady.catch(() => {})
     await staging.close()
     // Every record loaded and validated: kept for the next build (staging-cache.ts), or removed.
-    if (options.stagingCache) keepStagingCache(options.distDir, stagingFile, stagingKey)
+    if (stagingKey !== null) keepStagingCache(options.distDir, stagingFile, stagingKey)
     else rmSync(stagingFile, { force: true })
     const { stats, usage } = await writer.finish()
     if (usage) {
