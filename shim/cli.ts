@@ -17,7 +17,7 @@ const ctx = await createShimContext(options)
 // A bare node:http server: listhen's shutdown hook added a 'request' and a 'finish' listener per
 // request, measurably slower in an A/B run (bench/results/PROFILE.md), for a feature the CLI never used.
 const server = createServer(createShimListener(ctx))
-configureServer(server)
+configureServer(server, options.rateLimit)
 await new Promise<void>((resolve, reject) => {
   server.once('error', reject)
   server.listen(options.port, options.host, resolve)

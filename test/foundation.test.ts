@@ -3,6 +3,7 @@
  * contract's headers, conditional requests, errors and path safety.
  */
 import { readdirSync, readFileSync } from 'node:fs'
+import { connect } from 'node:net'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { dataEnvelope, errorSchema, projectDetailSchema, versionSchema } from '../build/schema/api.ts'
@@ -145,6 +146,55 @@ describe('HTTP rules on static responses', () => {
       const body = errorSchema.parse(await json(res))
       expect(body.error.code).toBe('method_not_allowed')
     }
+  })
+
+  it('answers what never reaches the app (CONNECT, an oversized or malformed request) with the envelope and common headers, then closes', async () => {
+    /** Sends raw bytes to the shim itself (nginx in front answers these on its own) and reads until it closes. */
+    const exchange = (bytes: string, afterFirstAnswer?: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const url = new URL(server.shimOrigin)
+        const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes))
+        let text = ''
+        socket.setEncoding('latin1')
+        socket.on('data', (chunk: string) => {
+          text += chunk
+          if (afterFirstAnswer && text.endsWith('}')) socket.write(afterFirstAnswer, () => (afterFirstAnswer = undefined))
+        })
+        socket.on('end', () => resolve(text))
+        socket.on('error', reject)
+        socket.setTimeout(10_000, () => reject(new Error(`no answer to ${JSON.stringify(bytes.slice(0, 60))}`)))
+      })
+    const sodium = 'GET /api/v1/projects/sodium HTTP/1.1\r\nHost: x\r\n\r\n'
+    const cases: [string, string, number, string][] = [
+      ['CONNECT', 'CONNECT /api/v1/search HTTP/1.1\r\nHost: x\r\n\r\n', 405, 'method_not_allowed'],
+      ['a 17 KB request target', `GET /api/v1/projects/${'a'.repeat(17_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'headers_too_large'],
+      ['a header block over 16 KiB', `GET /api/v1/projects/sodium HTTP/1.1\r\nHost: x\r\nX-Pad: ${'p'.repeat(17_000)}\r\n\r\n`, 431, 'headers_too_large'],
+      ['Content-Length "1 2"', 'GET /api/v1/projects/sodium HTTP/1.1\r\nHost: x\r\nContent-Length: 1 2\r\n\r\n', 400, 'bad_request'],
+      ['chunked and Content-Length', 'GET /api/v1/projects/sodium HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n', 400, 'bad_request'],
+      ['a bad request after a good one on the same connection', sodium, 400, 'bad_request'],
+    ]
+    for (const [name, bytes, status, code] of cases) {
+      const second = name.includes('after a good one') ? 'GET /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1 2\r\n\r\n' : undefined
+      let text = await exchange(bytes, second)
+      if (second) {
+        expect(text.startsWith('HTTP/1.1 200 '), name).toBe(true)
+        text = text.slice(text.indexOf('HTTP/1.1 ', 10))
+      }
+      const [head, body] = text.split('\r\n\r\n') as [string, string]
+      expect(head.split('\r\n')[0], name).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `))
+      const headers = new Map(head.split('\r\n').slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
+      expect(headers.get('access-control-allow-origin'), name).toBe('*')
+      expect(headers.get('access-control-expose-headers'), name).toContain('X-Request-Id')
+      expect(headers.get('x-ratelimit-limit'), name).toBe(String(server.ctx.options.rateLimit))
+      expect(headers.get('cache-control'), name).toBe('no-store')
+      expect(headers.get('connection'), name).toBe('close')
+      expect(Number(headers.get('content-length')), name).toBe(Buffer.byteLength(body))
+      const envelope = errorSchema.parse(JSON.parse(body))
+      expect(envelope.error.code, name).toBe(code)
+      expect(envelope.error.requestId, name).toBe(headers.get('x-request-id'))
+      if (status === 405) expect(headers.get('allow')).toBe('GET, HEAD, OPTIONS')
+    }
+    expect(server.serverErrors()).toBe(0)
   })
 
   it('answers a CORS preflight that asks for If-None-Match', async () => {

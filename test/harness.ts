@@ -63,7 +63,7 @@ export async function startServer(distDir: string, overrides: Partial<ShimOption
     })
     listener(req, res)
   })
-  configureServer(server)
+  configureServer(server, options.rateLimit)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const shimOrigin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   let front: FrontServer | null = null
