@@ -3,10 +3,13 @@
  * contract's headers, conditional requests, errors and path safety.
  */
 import { readdirSync, readFileSync } from 'node:fs'
-import { connect } from 'node:net'
+import { createServer } from 'node:http'
+import { connect, type AddressInfo } from 'node:net'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { dataEnvelope, errorSchema, projectDetailSchema, versionSchema } from '../build/schema/api.ts'
+import { createShimListener } from '../shim/app.ts'
+import { configureServer } from '../shim/server.ts'
 import { json, startServer, type TestServer } from './harness.ts'
 
 interface SampleProject {
@@ -17,6 +20,34 @@ interface SampleProject {
 
 function readSampleProjects(): SampleProject[] {
   return readdirSync('data/projects').map((folder) => JSON.parse(readFileSync(path.join('data/projects', folder, 'project.json'), 'utf8')) as SampleProject)
+}
+
+/**
+ * Sends raw bytes to a server (the shim itself: nginx in front answers malformed requests on its own)
+ * and reads until it closes; `afterFirstAnswer` is written once the first answer has arrived.
+ */
+function exchange(origin: string, bytes: string, afterFirstAnswer?: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(origin)
+    const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes))
+    let text = ''
+    socket.setEncoding('latin1')
+    socket.on('data', (chunk: string) => {
+      text += chunk
+      if (afterFirstAnswer && text.endsWith('}')) socket.write(afterFirstAnswer, () => (afterFirstAnswer = undefined))
+    })
+    socket.on('end', () => resolve(text))
+    socket.on('error', reject)
+    socket.setTimeout(10_000, () => reject(new Error(`no answer to ${JSON.stringify(bytes.slice(0, 60))}`)))
+  })
+}
+
+/** Status line, lowercase headers and body of a raw HTTP/1.1 answer. */
+function parseRaw(text: string): { statusLine: string; headers: Map<string, string>; body: string } {
+  const [head, body] = text.split('\r\n\r\n') as [string, string]
+  const lines = head.split('\r\n')
+  const headers = new Map(lines.slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
+  return { statusLine: lines[0]!, headers, body }
 }
 
 let server: TestServer
@@ -149,21 +180,6 @@ describe('HTTP rules on static responses', () => {
   })
 
   it('answers what never reaches the app (CONNECT, an oversized or malformed request) with the envelope and common headers, then closes', async () => {
-    /** Sends raw bytes to the shim itself (nginx in front answers these on its own) and reads until it closes. */
-    const exchange = (bytes: string, afterFirstAnswer?: string): Promise<string> =>
-      new Promise((resolve, reject) => {
-        const url = new URL(server.shimOrigin)
-        const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes))
-        let text = ''
-        socket.setEncoding('latin1')
-        socket.on('data', (chunk: string) => {
-          text += chunk
-          if (afterFirstAnswer && text.endsWith('}')) socket.write(afterFirstAnswer, () => (afterFirstAnswer = undefined))
-        })
-        socket.on('end', () => resolve(text))
-        socket.on('error', reject)
-        socket.setTimeout(10_000, () => reject(new Error(`no answer to ${JSON.stringify(bytes.slice(0, 60))}`)))
-      })
     const sodium = 'GET /api/v1/projects/sodium HTTP/1.1\r\nHost: x\r\n\r\n'
     const cases: [string, string, number, string][] = [
       ['CONNECT', 'CONNECT /api/v1/search HTTP/1.1\r\nHost: x\r\n\r\n', 405, 'method_not_allowed'],
@@ -175,14 +191,13 @@ describe('HTTP rules on static responses', () => {
     ]
     for (const [name, bytes, status, code] of cases) {
       const second = name.includes('after a good one') ? 'GET /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1 2\r\n\r\n' : undefined
-      let text = await exchange(bytes, second)
+      let text = await exchange(server.shimOrigin, bytes, second)
       if (second) {
         expect(text.startsWith('HTTP/1.1 200 '), name).toBe(true)
         text = text.slice(text.indexOf('HTTP/1.1 ', 10))
       }
-      const [head, body] = text.split('\r\n\r\n') as [string, string]
-      expect(head.split('\r\n')[0], name).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `))
-      const headers = new Map(head.split('\r\n').slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
+      const { statusLine, headers, body } = parseRaw(text)
+      expect(statusLine, name).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `))
       expect(headers.get('access-control-allow-origin'), name).toBe('*')
       expect(headers.get('access-control-expose-headers'), name).toContain('X-Request-Id')
       expect(headers.get('x-ratelimit-limit'), name).toBe(String(server.ctx.options.rateLimit))
@@ -195,6 +210,40 @@ describe('HTTP rules on static responses', () => {
       if (status === 405) expect(headers.get('allow')).toBe('GET, HEAD, OPTIONS')
     }
     expect(server.serverErrors()).toBe(0)
+  })
+
+  it('drops a client that sends its headers a byte at a time (slowloris) with a 408 envelope once headersTimeout passes', async () => {
+    // The shim's own settings, with timeouts short enough for a test (the CLI's: 15 s and 30 s).
+    const slow = createServer({ connectionsCheckingInterval: 100 }, createShimListener(server.ctx))
+    configureServer(slow, 7)
+    slow.headersTimeout = 600
+    slow.requestTimeout = 1_200
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve))
+    try {
+      const started = Date.now()
+      const url = new URL(`http://127.0.0.1:${(slow.address() as AddressInfo).port}`)
+      const text = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(url.port), url.hostname, () => socket.write('GET /api/v1/projects/sodium HTTP/1.1\r\nHost: x\r\nX-Slow: '))
+        const drip = setInterval(() => socket.writable && socket.write('a'), 100)
+        let received = ''
+        socket.setEncoding('latin1')
+        socket.on('data', (chunk: string) => (received += chunk))
+        socket.on('close', () => (clearInterval(drip), resolve(received)))
+        socket.on('error', () => {})
+        setTimeout(() => (clearInterval(drip), socket.destroy(), reject(new Error('the slow client was not dropped'))), 5_000)
+      })
+      const elapsed = Date.now() - started
+      const { statusLine, headers, body } = parseRaw(text)
+      expect(statusLine).toBe('HTTP/1.1 408 Request Timeout')
+      expect(headers.get('access-control-allow-origin')).toBe('*')
+      expect(headers.get('x-ratelimit-limit')).toBe('7')
+      expect(errorSchema.parse(JSON.parse(body)).error).toMatchObject({ code: 'request_timeout', requestId: headers.get('x-request-id') })
+      expect(elapsed).toBeGreaterThanOrEqual(500)
+      expect(elapsed).toBeLessThan(3_000)
+    } finally {
+      slow.closeAllConnections()
+      await new Promise<void>((resolve) => slow.close(() => resolve()))
+    }
   })
 
   it('answers a CORS preflight that asks for If-None-Match', async () => {
