@@ -4,10 +4,10 @@
  */
 import path from 'node:path'
 import { renameSync, rmSync } from 'node:fs'
-import { writeCatalog } from './catalog.ts'
+import { writeCatalog, type CatalogMaps } from './catalog.ts'
 import { formatCpu } from './cpu.ts'
 import type { BuildContext, BuildOptions, Problem } from './context.ts'
-import { openDb } from './db/sqlite.ts'
+import { openDb, type Db } from './db/sqlite.ts'
 import { BUILD_CACHE_KIB, stagingIndexes, stagingPragmas, stagingSchema } from './db/schema.ts'
 import { loadSource } from './load.ts'
 import type { DiffCounts } from './release/formats.ts'
@@ -53,6 +53,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   let compaction: Promise<CompactedCatalog> | null = null
   let catalogReady: Promise<FileHash> | null = null
   let writer: ReleaseSink | null = null
+  let db: Db | null = null
   try {
     await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingPragmas} ${kept ? '' : stagingSchema}`)
     const { records: counts, filesRead } = await loadSource(ctx, kept)
@@ -63,14 +64,10 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     const step = (done: string): void => log(`… ${done} after ${secondsSince(started)}s${formatCpu(cpu)}`)
     await staging.exec(stagingIndexes)
     step('indexed staging')
-    await validateCatalog(ctx)
-    step(`validated the catalog (${ctx.problems.length} problems)`)
-    if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
-    // From here staging is read through the catalog connection's ATTACH: free this connection's cache.
-    await staging.exec(`PRAGMA shrink_memory`)
 
     const catalogFile = path.join(pending.dir, 'catalog.sqlite')
-    const db = await openDb(catalogFile)
+    db = await openDb(catalogFile)
+    const catalogDb = db
     const settings = { baseUrl: options.baseUrl }
     // Started before the catalog is written, so the write process is up (≈ 0.4 s) when rendering starts.
     const onProgress = (s: WriteStats): void =>
@@ -79,7 +76,36 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // The body pack is read by the snapshot and the archive only.
     const recorder = { packBodies: options.release.snapshot || options.release.archive }
     writer = options.writeWorker ? createWritePool(pending.dir, onProgress, storeDir, recorder) : createLocalSink(pending.dir, onProgress, storeDir, recorder)
-    const maps = await writeCatalog(ctx, db, settings, step)
+    // The cross-record checks read staging on its own connection (its own SQLite thread, the other
+    // core) while the catalog is written from it: neither waits for the other (bench/results/
+    // BUILD-PROFILE.md). The first problem found stops the catalog (a step boundary, or the running
+    // statement through sqlite3_interrupt) and the build fails with every problem, as before.
+    const validation = validateCatalog(ctx).then(() => {
+      step(`validated the catalog (${ctx.problems.length} problems)`)
+      if (ctx.problems.length > 0) catalogDb.raw.interrupt()
+    })
+    validation.catch(() => {})
+    const catalogStep = (done: string): void => {
+      if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
+      step(done)
+    }
+    // Records that failed their own schema at load: no catalog, only the checks' problems added.
+    if (ctx.problems.length > 0) {
+      await validation
+      throw new CatalogError(ctx.problems)
+    }
+    let maps: CatalogMaps
+    try {
+      maps = await writeCatalog(ctx, db, settings, catalogStep)
+    } catch (err) {
+      // A catalog that failed (or was interrupted) over source data with problems: the problems are the answer.
+      await validation
+      throw ctx.problems.length > 0 ? new CatalogError(ctx.problems) : err
+    }
+    await validation
+    if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
+    // From here staging is read through the catalog connection's ATTACH: free this connection's cache.
+    await staging.exec(`PRAGMA shrink_memory`)
     // The catalog is complete: the renderers only read it (their temp tables are not part of it).
     // Its statistics for the shim's query planner, for every table whatever this connection queried.
     await db.exec(`PRAGMA main.optimize(0x10002)`)
@@ -98,6 +124,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
     await db.close()
+    db = null
     catalogReady = compaction.then(({ file, hash }) => {
       renameSync(file, catalogFile)
       return hash
@@ -137,6 +164,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   } catch (err) {
     // Neither the write process nor the compaction may write into a release folder being removed.
     await writer?.close()
+    await db?.close().catch(() => {})
     await compaction?.catch(() => {})
     await catalogReady?.catch(() => {})
     await staging.close().catch(() => {})

@@ -105,6 +105,18 @@ describe('build and publish', () => {
     rmSync(path.join(data, 'projects/zz-copy'), { recursive: true })
   })
 
+  it('fails with the problems, not a database error, when only cross-record checks fail (they run beside the catalog)', async () => {
+    // Valid on its own, so the catalog is written while the checks run; the duplicate id breaks the catalog's keys.
+    const project = readJson('projects/iris/project.json')
+    writeJson('projects/zz-twin/project.json', { ...project, slug: 'iris-twin' })
+    const result = await build()
+    expect(result.ok).toBe(false)
+    expect(has(problemsOf(result), 'projects/zz-twin/project.json', 'id', /duplicate project id/)).toBe(true)
+    expect(has(problemsOf(result), 'projects/iris/project.json', 'id', /duplicate project id/)).toBe(true)
+    rmSync(path.join(data, 'projects/zz-twin'), { recursive: true })
+    expect((await build()).ok).toBe(true)
+  })
+
   it('refuses one file in two projects and a blob path outside the data folder', async () => {
     const src = readJson(versionFiles('sodium')[0]!)
     const file = versionFiles('lithium')[0]!
