@@ -6,13 +6,14 @@
  * checkout (before/after on the same catalog); `--render FILE` re-renders the Markdown.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import sqlite3 from 'sqlite3'
 import { generateCatalog, resolveGenerateOptions } from '../build/generate.ts'
 import { mutateCatalog } from '../build/generate/mutate.ts'
+import { removeTree } from '../build/remove-tree.ts'
 import { renderBuildMarkdown } from './build-report.ts'
 import { runMeasuredBuild } from './build-run.ts'
 import { buildResultsSchema, type BuildResults, type BuildRun } from './build-schema.ts'
@@ -61,7 +62,7 @@ if (existsSync(distDir)) {
   const entries = readdirSync(distDir)
   if (entries.length > 0 && !entries.includes('releases')) throw new Error(`${distDir} is neither empty nor a dist folder: refusing to clear it`)
   log(`Clearing ${distDir} ...`)
-  rmSync(distDir, { recursive: true, force: true })
+  removeTree(distDir)
 }
 mkdirSync(distDir, { recursive: true })
 

@@ -3,9 +3,10 @@
  * It streams: one project and its versions are generated and written at a time, so memory stays
  * flat whatever the size. The same options write byte-identical files.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { removeTree } from './remove-tree.ts'
 import { createGenerateContext } from './generate/context.ts'
 import { planProject } from './generate/plan.ts'
 import { renderProjectRecord } from './generate/project.ts'
@@ -79,7 +80,7 @@ function prepareOutDir(options: GenerateOptions): void {
     if (!options.force) throw new Error(`${out} is not empty; pass --force to replace the catalog in it`)
     // Only what a catalog consists of, so a mistyped --out cannot wipe an unrelated folder.
     for (const name of ['catalog.json', 'reference', 'users', 'projects']) {
-      rmSync(join(out, name), { recursive: true, force: true })
+      removeTree(join(out, name))
     }
   }
   mkdirSync(join(out, 'users'), { recursive: true })

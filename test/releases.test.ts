@@ -6,7 +6,7 @@
  * The snapshot and the archive themselves: offline.test.ts.
  */
 import { spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -16,6 +16,7 @@ import type { BuildOptions } from '../build/context.ts'
 import { openDb } from '../build/db/sqlite.ts'
 import { manifestIndexSchema, pointerSchema, type Pointer } from '../build/release/formats.ts'
 import { hashBytes, parseShard, readGzipText, shardFile, shardOf } from '../build/release/manifest.ts'
+import { removeTree } from '../build/remove-tree.ts'
 import { counterSchema } from '../shim/download-counter.ts'
 import {
   addSodiumVersion,
@@ -186,6 +187,23 @@ describe('incremental releases', () => {
     const { pointer } = await build({ keepReleases: 2 })
     expect(pointer).toMatchObject({ serial: 9, previous: 6 })
     expect(readdirSync(path.join(dist, 'releases')).sort()).toEqual(['00000006', '00000008', '00000009'])
+  })
+})
+
+describe('removing a release-sized folder', () => {
+  it('removes nested folders, hard links and odd names, leaves the linked inode elsewhere, and ignores a missing folder', () => {
+    const root = mkdtempSync(path.join(os.tmpdir(), 'remove-tree-'))
+    const keep = path.join(root, 'store-body')
+    writeFileSync(keep, 'body')
+    const dir = path.join(root, '-rf')
+    mkdirSync(path.join(dir, 'public/api/v1/versions'), { recursive: true })
+    for (let i = 0; i < 50; i++) linkSync(keep, path.join(dir, 'public/api/v1/versions', `v${i}.json`))
+    writeFileSync(path.join(dir, '--help'), 'x')
+    removeTree(dir)
+    expect(existsSync(dir)).toBe(false)
+    expect(statSync(keep).nlink).toBe(1)
+    expect(() => removeTree(path.join(root, 'missing'))).not.toThrow()
+    rmSync(root, { recursive: true, force: true })
   })
 })
 

@@ -6,6 +6,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
+import { removeTree } from '../remove-tree.ts'
 import { readPointer } from '../release/feed.ts'
 import { manifestIndexSchema, type ManifestIndex, type Pointer } from '../release/formats.ts'
 import { indexFile } from '../release/manifest.ts'
@@ -53,7 +54,7 @@ export function prepareStaging(root: string, id: string): Staging {
   rmSync(partsDir, { recursive: true, force: true })
   const targetFile = path.join(dir, '.target')
   if (existsSync(dir) && (!existsSync(targetFile) || readFileSync(targetFile, 'utf8') !== id)) {
-    rmSync(oldDir, { recursive: true, force: true })
+    removeTree(oldDir)
     renameSync(dir, oldDir)
   }
   mkdirSync(dir, { recursive: true })
@@ -76,7 +77,7 @@ export function publishStaging(root: string, staging: Staging, id: string, keep:
   symlinkSync(path.join('releases', name), tmpLink)
   renameSync(tmpLink, path.join(root, 'current'))
   syncFileSystem(root)
-  if (staging.oldDir) rmSync(staging.oldDir, { recursive: true, force: true })
+  if (staging.oldDir) removeTree(staging.oldDir)
   pruneLocal(root, keep)
   return path.join(releases, name)
 }
@@ -88,7 +89,7 @@ function pruneLocal(root: string, keep: number): void {
   const names = readdirSync(releases).filter((n) => /^\d{8}(\.\d+)?$/.test(n))
   names.sort((a, b) => Number(b.split('.')[0]) - Number(a.split('.')[0]) || Number(b.split('.')[1] ?? 0) - Number(a.split('.')[1] ?? 0))
   for (const name of names.slice(Math.max(2, keep))) {
-    if (name !== live) rmSync(path.join(releases, name), { recursive: true, force: true })
+    if (name !== live) removeTree(path.join(releases, name))
   }
 }
 

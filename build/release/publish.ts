@@ -6,6 +6,7 @@
  */
 import { existsSync, fsyncSync, openSync, closeSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, mkdirSync, readlinkSync } from 'node:fs'
 import path from 'node:path'
+import { removeTree } from '../remove-tree.ts'
 import type { Pointer } from './formats.ts'
 
 /** A release being built. */
@@ -39,7 +40,7 @@ export function prepareRelease(distDir: string): PendingRelease {
   mkdirSync(releases, { recursive: true })
   takeLock(distDir)
   for (const name of readdirSync(releases)) {
-    if (name.startsWith('.tmp-')) rmSync(path.join(releases, name), { recursive: true, force: true })
+    if (name.startsWith('.tmp-')) removeTree(path.join(releases, name))
   }
   const serials = readdirSync(releases).filter((n) => /^\d+$/.test(n)).map(Number)
   const serial = Math.max(0, ...serials) + 1
@@ -68,7 +69,7 @@ export function publishRelease(distDir: string, pending: PendingRelease, keep: n
 
 /** Removes the temp folder of a failed build and releases the lock; the live release is untouched. */
 export function abortRelease(distDir: string, pending: PendingRelease): void {
-  rmSync(pending.dir, { recursive: true, force: true })
+  removeTree(pending.dir)
   releaseLock(distDir)
 }
 
@@ -85,7 +86,7 @@ function pruneReleases(distDir: string, keep: number, previous: string | null): 
   for (const name of serials.slice(keep)) {
     const dir = path.join(releases, name)
     if (dir === live || dir === previous) continue
-    rmSync(dir, { recursive: true, force: true })
+    removeTree(dir)
     removed++
   }
   return removed
