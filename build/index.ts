@@ -153,7 +153,10 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       options: options.release,
       log,
     })
-    const releaseDir = publishRelease(options.distDir, pending, options.keepReleases)
+    const releaseDir = publishRelease(options.distDir, pending, options.keepReleases, {
+      onLive: () => log(`Release ${pending.id} is live after ${secondsSince(started)}s`),
+      log,
+    })
     const seconds = Number(secondsSince(started))
     const c = changes
     log(

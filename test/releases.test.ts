@@ -162,7 +162,13 @@ describe('incremental releases', () => {
 
   it('keeps a bounded feed with an explicit resync point, prunes old releases and unreferenced store entries', async () => {
     editSummary(data, 'sodium', 'Edited once more')
+    logs.length = 0
     const { pointer: sixth } = await build()
+    // Live before the old release is removed, and the removal is reported with what it took.
+    const live = logs.findIndex((l) => /^Release 00000006 is live after [\d.]+s$/.test(l))
+    const pruned = logs.findIndex((l) => /^Removed 1 old release\(s\) and [1-9]\d* stored bodies no release names in [\d.]+s$/.test(l))
+    expect(live, logs.join('\n')).toBeGreaterThan(0)
+    expect(pruned).toBeGreaterThan(live)
     expect(sixth.feed.changes.map((e) => e.serial)).toEqual([5, 6])
     // A mirror at serial 4 can still apply 5 and 6; below 4 the answer is "resync".
     expect(sixth.feed.oldest).toBe(4)

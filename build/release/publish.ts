@@ -50,8 +50,14 @@ export function prepareRelease(distDir: string): PendingRelease {
   return { serial, id, dir, previousDir: resolveCurrentRelease(distDir) }
 }
 
+/** Told when the release is live (before old releases are removed) and what the pruning removed. */
+export interface PublishProgress {
+  onLive?: () => void
+  log?: (line: string) => void
+}
+
 /** Makes a sealed release live atomically, prunes old releases and the store; returns the live folder. */
-export function publishRelease(distDir: string, pending: PendingRelease, keep: number): string {
+export function publishRelease(distDir: string, pending: PendingRelease, keep: number, progress: PublishProgress = {}): string {
   const finalDir = path.join(distDir, 'releases', pending.id)
   renameSync(pending.dir, finalDir)
   fsyncPath(path.join(distDir, 'releases'))
@@ -60,9 +66,16 @@ export function publishRelease(distDir: string, pending: PendingRelease, keep: n
   symlinkSync(path.join('releases', pending.id), tmpLink)
   renameSync(tmpLink, path.join(distDir, 'current'))
   fsyncPath(distDir)
+  progress.onLive?.()
   // Store entries lose their last link only when a release goes: without one, skip the sweep
-  // (a stat per stored body, 1.4 million at the large catalog).
-  if (pruneReleases(distDir, Math.max(2, keep), pending.previousDir) > 0) pruneStore(path.join(distDir, 'store'))
+  // (a stat per stored body, 1.4 million at the large catalog). Removing a large release is the
+  // unlinking of its 5.1 M names: about two minutes here (bench/results/BUILD-PROFILE.md).
+  const pruneStarted = Date.now()
+  const removed = pruneReleases(distDir, Math.max(2, keep), pending.previousDir)
+  if (removed > 0) {
+    const bodies = pruneStore(path.join(distDir, 'store'))
+    progress.log?.(`Removed ${removed} old release(s) and ${bodies} stored bodies no release names in ${((Date.now() - pruneStarted) / 1000).toFixed(1)}s`)
+  }
   releaseLock(distDir)
   return finalDir
 }
@@ -94,17 +107,23 @@ function pruneReleases(distDir: string, keep: number, previous: string | null): 
 
 /**
  * Removes store entries no kept release links to any more: the store holds one name of each body,
- * so an inode with a single link is referenced by nothing else. One stat per stored body.
+ * so an inode with a single link is referenced by nothing else. One stat per stored body; returns
+ * how many were removed.
  */
-function pruneStore(storeDir: string): void {
-  if (!existsSync(storeDir)) return
+function pruneStore(storeDir: string): number {
+  if (!existsSync(storeDir)) return 0
+  let removed = 0
   for (const prefix of readdirSync(storeDir)) {
     const dir = path.join(storeDir, prefix)
     for (const name of readdirSync(dir)) {
       const file = path.join(dir, name)
-      if (statSync(file).nlink <= 1) unlinkSync(file)
+      if (statSync(file).nlink <= 1) {
+        unlinkSync(file)
+        removed++
+      }
     }
   }
+  return removed
 }
 
 /** fsync(2) of a file or folder (a folder: so a rename in it survives a power loss). */

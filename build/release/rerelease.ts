@@ -74,7 +74,7 @@ export async function rereleaseRelease(options: Pick<BuildOptions, 'distDir' | '
       options: options.release,
       log: options.log,
     })
-    const releaseDir = publishRelease(options.distDir, pending, options.keepReleases)
+    const releaseDir = publishRelease(options.distDir, pending, options.keepReleases, { log: options.log })
     const c = sealed.changes
     options.log(
       `Re-released ${from.id} as ${pending.id} in ${((Date.now() - started) / 1000).toFixed(1)}s: ` +
