@@ -64,10 +64,23 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     const step = (done: string): void => log(`… ${done} after ${secondsSince(started)}s${formatCpu(cpu)}`)
     await staging.exec(stagingIndexes)
     step('indexed staging')
+    // The cross-record checks read staging on its own connection (its own SQLite thread, the other
+    // core) while the catalog is written from it: neither waits for the other (bench/results/
+    // BUILD-PROFILE.md). The first problem found stops the catalog (a step boundary, or the running
+    // statement through sqlite3_interrupt) and the build fails with every problem, as before.
+    const validation = validateCatalog(ctx).then(() => {
+      step(`validated the catalog (${ctx.problems.length} problems)`)
+      if (ctx.problems.length > 0) db?.raw.interrupt()
+    })
+    validation.catch(() => {})
+    // Records that failed their own schema at load: no catalog, only the checks' problems added.
+    if (ctx.problems.length > 0) {
+      await validation
+      throw new CatalogError(ctx.problems)
+    }
 
     const catalogFile = path.join(pending.dir, 'catalog.sqlite')
     db = await openDb(catalogFile)
-    const catalogDb = db
     const settings = { baseUrl: options.baseUrl }
     // Started before the catalog is written, so the write process is up (≈ 0.4 s) when rendering starts.
     const onProgress = (s: WriteStats): void =>
@@ -76,23 +89,9 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // The body pack is read by the snapshot and the archive only.
     const recorder = { packBodies: options.release.snapshot || options.release.archive }
     writer = options.writeWorker ? createWritePool(pending.dir, onProgress, storeDir, recorder) : createLocalSink(pending.dir, onProgress, storeDir, recorder)
-    // The cross-record checks read staging on its own connection (its own SQLite thread, the other
-    // core) while the catalog is written from it: neither waits for the other (bench/results/
-    // BUILD-PROFILE.md). The first problem found stops the catalog (a step boundary, or the running
-    // statement through sqlite3_interrupt) and the build fails with every problem, as before.
-    const validation = validateCatalog(ctx).then(() => {
-      step(`validated the catalog (${ctx.problems.length} problems)`)
-      if (ctx.problems.length > 0) catalogDb.raw.interrupt()
-    })
-    validation.catch(() => {})
     const catalogStep = (done: string): void => {
       if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
       step(done)
-    }
-    // Records that failed their own schema at load: no catalog, only the checks' problems added.
-    if (ctx.problems.length > 0) {
-      await validation
-      throw new CatalogError(ctx.problems)
     }
     let maps: CatalogMaps
     try {
