@@ -4,15 +4,15 @@
  * previous release and a re-run completes without starting over; a tampered file is refused.
  */
 import { spawn } from 'node:child_process'
-import { cpSync, existsSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MirrorRefused, runMirror, type MirrorResult } from '../build/mirror/sync.ts'
-import { pointerSchema, type Pointer } from '../build/release/formats.ts'
-import { fileUrl } from '../build/release/manifest.ts'
+import { manifestIndexSchema, pointerSchema, type Pointer } from '../build/release/formats.ts'
+import { changeFile, fileUrl, indexFile, shardFile } from '../build/release/manifest.ts'
 import { addSodiumVersion, buildRelease, copySampleData, editSummary, readChangesOf, startServer, type TestServer } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'mirror-test-'))
@@ -176,6 +176,33 @@ describe('mirror', () => {
     expect((await (await local.get('/projects/sodium')).json()).data.summary).toBe('Edited again')
     expect(local.serverErrors()).toBe(0)
     await local.close()
+  })
+
+  it('a resumed sync does not keep a truncated shard or change file left by an interrupted run', async () => {
+    editSummary(data, 'sodium', 'Edited before an interrupted sync')
+    const pointer = await build()
+    const live = realpathSync(path.join(dist, 'current'))
+    // What a sync killed in the middle of writing them could have left in its staging folder.
+    const staging = path.join(mirror, 'releases', '.sync')
+    const index = manifestIndexSchema.parse(JSON.parse(readFileSync(path.join(live, indexFile(pointer.id)), 'utf8')))
+    const shard = shardFile(index.shards[0]!.sha256)
+    const change = changeFile(pointer.serial)
+    for (const name of [shard, change]) {
+      mkdirSync(path.dirname(path.join(staging, name)), { recursive: true })
+      const bytes = readFileSync(path.join(live, name))
+      writeFileSync(path.join(staging, name), bytes.subarray(0, Math.floor(bytes.length / 2)))
+    }
+    writeFileSync(path.join(staging, '.target'), pointer.id)
+    const result = await sync()
+    expect(result).toMatchObject({ status: 'updated', serial: pointer.serial })
+    const local = realpathSync(path.join(mirror, 'current'))
+    for (const name of [shard, change]) expect(readFileSync(path.join(local, name)).equals(readFileSync(path.join(live, name))), name).toBe(true)
+    expectSameTree()
+    // The next sync reads that shard back as the local release's: whole, it gunzips.
+    editSummary(data, 'sodium', 'Edited again')
+    await build()
+    expect((await sync()).status).toBe('updated')
+    expectSameTree()
   })
 
   it('refuses a release whose file does not verify and stays on the previous release', async () => {

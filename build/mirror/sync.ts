@@ -5,7 +5,7 @@
  * longer reaches it, the manifest is fetched ("resync"). Every file is verified; one that does not
  * verify refuses the whole release and the local copy stays on the release it had.
  */
-import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { createPool } from '../publish/pool.ts'
@@ -113,8 +113,9 @@ async function syncOnce(options: MirrorOptions, settings: FetchSettings, seen: {
     const localSha = local?.index.shards[i]?.sha256 ?? null
     const { entries, gz } = await resolveShard(settings, ref, localSha, before, feed?.byShard.get(shard) ?? null, local !== null)
     const shardTarget = path.join(staging.dir, shardFile(ref.sha256))
-    if (!existsSync(shardTarget)) {
-      if (gz) writeFileSync(shardTarget, gz)
+    if (!gzipTextMatches(shardTarget, ref.sha256, null)) {
+      rmSync(shardTarget, { force: true })
+      if (gz) writeWhole(shardTarget, gz)
       else linkOrCopy(path.join(local!.dir, shardFile(ref.sha256)), shardTarget)
     }
     await placeShard(ctx, entries, before)
@@ -141,6 +142,31 @@ async function syncOnce(options: MirrorOptions, settings: FetchSettings, seen: {
   const c = ctx.counts
   log(`Release ${pointer.id} is live in ${options.to}: ${c.downloaded} files downloaded (${(c.bytes / 1e6).toFixed(1)} MB), ${c.linked} linked from the previous release, ${c.resumed} kept from an interrupted run; ${settings.requests} requests`)
   return result(mode, { downloaded: c.downloaded, linked: c.linked, resumed: c.resumed })
+}
+
+/**
+ * Writes a file under its name only once it is whole (a `.part` file renamed), so a sync killed
+ * mid-write leaves no truncated shard or change file for the resumed run to keep.
+ */
+function writeWhole(target: string, bytes: Uint8Array): void {
+  const part = `${target}.part`
+  writeFileSync(part, bytes)
+  renameSync(part, target)
+}
+
+/**
+ * Whether a staged gzip file (a manifest shard, a change file) is there and its text has the
+ * expected SHA-256 (and the file the expected size): what a resumed sync keeps. A truncated or
+ * foreign file is not kept, whoever left it.
+ */
+function gzipTextMatches(file: string, sha256: string, size: number | null): boolean {
+  if (!existsSync(file)) return false
+  try {
+    const bytes = readFileSync(file)
+    return (size === null || bytes.length === size) && hashBytes(readGzipText(bytes)) === sha256
+  } catch {
+    return false
+  }
 }
 
 /** Fetches a small file named by the pointer and checks its SHA-256 and size. */
@@ -189,14 +215,15 @@ async function placeExtras(options: MirrorOptions, settings: FetchSettings, poin
   if (existsSync(catalog) && !existsSync(path.join(dir, 'catalog.sqlite'))) linkSync(catalog, path.join(dir, 'catalog.sqlite'))
   for (const entry of pointer.feed.changes) {
     const target = path.join(dir, changeFile(entry.serial))
-    if (existsSync(target)) continue
+    if (gzipTextMatches(target, entry.sha256, entry.size)) continue
+    rmSync(target, { force: true })
     const fetched = feed?.files.get(entry.serial)
     const kept = local ? path.join(local.dir, changeFile(entry.serial)) : null
-    if (fetched) writeFileSync(target, fetched)
+    if (fetched) writeWhole(target, fetched)
     else if (kept && local!.pointer.feed.changes.some((e) => e.serial === entry.serial && e.sha256 === entry.sha256) && existsSync(kept)) linkOrCopy(kept, target)
     else {
       try {
-        writeFileSync(target, await fetchChangeFile(settings, entry))
+        writeWhole(target, await fetchChangeFile(settings, entry))
       } catch (err) {
         ctx.failures.push(err instanceof Error ? err.message : String(err))
       }
