@@ -18,6 +18,7 @@ import { renderServeMarkdown } from './report-md.ts'
 import { renderServeSvg } from './report-svg.ts'
 import { serveResultsSchema, type Scenario, type ServeResults } from './results-schema.ts'
 import { ROOT, shimHeapMb, shimSemiSpaceMb, startNginx, startRaw, startShim, type ServerHandle, type ShimStart } from './servers.ts'
+import { SHIM_V8_FLAGS } from '../shim/heap.ts'
 import { measureStartup } from './startup.ts'
 import { createStaticWorkload } from './static-urls.ts'
 import { runStaticReads } from './static-reads.ts'
@@ -154,7 +155,7 @@ const results = serveResultsSchema.parse({
       'wrk 1 thread, keep-alive, 127.0.0.1; client and server share the 2 cores, so CPU columns show who used what.',
       'Every repetition runs each server once, order rotated; ratios are per repetition, then the median.',
       '"raw node + headers" is raw node sending every header line the shim sends on a static read (CORS, expose list, rate-limit headers, request id, Cache-Control) with no work behind them: the same response bytes as the shim. The goal is against plain raw node; this row shows how much of the gap is the contract\'s headers.',
-      `The shim runs as \`npm run serve\` does (compiled by tsc, plain node --max-old-space-size=${shimHeapMb()} --max-semi-space-size=${shimSemiSpaceMb()} .out/shim/cli.js, node:http${options.shimNodeArgs.length > 0 ? `, plus ${options.shimNodeArgs.join(' ')}` : ''}) with RATE_LIMIT raised to 1e9: the limiter still runs on every request.`,
+      `The shim runs as \`npm run serve\` does (compiled by tsc, plain node --max-old-space-size=${shimHeapMb()} --max-semi-space-size=${shimSemiSpaceMb()} ${SHIM_V8_FLAGS.join(' ')} .out/shim/cli.js, node:http${options.shimNodeArgs.length > 0 ? `, plus ${options.shimNodeArgs.join(' ')}` : ''}) with RATE_LIMIT raised to 1e9: the limiter still runs on every request.`,
       `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; every server is warmed by at least one full pass over the URL list (runs of ${options.warmupSeconds} s) before measuring.`,
       'nginx: 1 worker, try_files $uri.json, open_file_cache (10,000 entries, under the 20,000 open-file limit here), sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
       `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency, after one pass over each workload's list (warm-up, as for the static servers); bulk-hashes splices single lookups kept in the static cache (CACHE_BYTES) and finds the rest in one SQL batch, so it is measured again on a shim with CACHE_BYTES=0 ("cache-off" rows); every other request runs its SQLite query.`,

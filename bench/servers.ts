@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from 'node:net'
-import { SHIM_HEAP_MB_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT } from '../shim/heap.ts'
+import { SHIM_HEAP_MB_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT, SHIM_V8_FLAGS } from '../shim/heap.ts'
 import { renderFrontConfig } from '../shim/front-config.ts'
 import { listChildPids } from './proc.ts'
 
@@ -89,11 +89,13 @@ export async function startShim(options: ShimStart): Promise<ServerHandle> {
     ...options.env,
   }
   const root = options.root ?? ROOT
-  // The heap flags npm run serve sets (shim/heap.ts), unless the caller gives its own.
+  // The V8 flags npm run serve sets (shim/heap.ts), unless the caller gives its own heap sizes; the
+  // caller's flags come after, so `--no-log` turns the logger off again.
   const nodeArgs = options.nodeArgs ?? []
   const heap = [
     ...(nodeArgs.some((a) => a.startsWith('--max-old-space-size')) ? [] : [`--max-old-space-size=${shimHeapMb()}`]),
     ...(nodeArgs.some((a) => a.startsWith('--max-semi-space-size')) ? [] : [`--max-semi-space-size=${shimSemiSpaceMb()}`]),
+    ...SHIM_V8_FLAGS,
   ]
   const child = spawn(process.execPath, [...heap, ...nodeArgs, ...resolveEntryArgs(root, 'shim/cli.ts')], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] })
   return await track('shim', child, options.port, options.probePath)

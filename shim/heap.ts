@@ -23,6 +23,16 @@ export const SHIM_HEAP_MB_DEFAULT = 224
  */
 export const SHIM_SEMI_SPACE_MB_DEFAULT = 16
 
+/**
+ * V8 flags of the serve script besides the heap's: V8's logger turned on, writing nowhere. In
+ * `npm run bench:serve` at the large catalog, a shim without them answered static 200s at
+ * 0.64–0.71× raw node in 8 of 13 runs (and 0.79–0.88× in the rest); with them, at 0.79–0.90× in 10 of
+ * 10, the last four runs alternating with and without (bench/results/PROFILE.md, Session 8). The
+ * logger registers a code-event listener; why that keeps the shim out of the slower state is not
+ * known, and a shim started without these flags still works (a later `--no-log` turns it off).
+ */
+export const SHIM_V8_FLAGS = ['--log', '--logfile=/dev/null'] as const
+
 /** Heap the shim needs beside its static cache: code, schemas, the limiter, requests in flight. */
 export const HEAP_HEADROOM_BYTES = 64 * 1024 * 1024
 
