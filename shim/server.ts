@@ -1,6 +1,6 @@
 /** Node HTTP server settings shared by the CLI and the tests. */
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, Server } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { ALLOWED_METHODS, EXPOSED_HEADERS, JSON_TYPE } from './respond.ts'
 
@@ -42,14 +42,12 @@ function clientErrorAnswer(code: string | undefined): [number, string, string] {
   }
 }
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' }
-
 /** A whole HTTP/1.1 error response (envelope, common headers, connection closed) written to a bare socket. */
 function rawErrorResponse(status: number, code: string, message: string, rateLimit: number, extra: string[] = []): string {
   const requestId = randomUUID()
   const body = JSON.stringify({ error: { code, message, requestId } })
   return [
-    `HTTP/1.1 ${status} ${REASONS[status]}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}`,
     'Access-Control-Allow-Origin: *',
     `Access-Control-Expose-Headers: ${EXPOSED_HEADERS}`,
     `X-Ratelimit-Limit: ${rateLimit}`,
