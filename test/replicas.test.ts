@@ -100,6 +100,13 @@ async function expectCount(fileId: string, n: number): Promise<void> {
   expect(await countOf(fileId)).toEqual({ n, visits: n })
 }
 
+/** Waits (up to 5 s) until `log()` contains `line`: a replica's stderr may arrive after its HTTP answer. */
+async function expectLogLine(log: () => string, line: string): Promise<void> {
+  const deadline = Date.now() + 5000
+  while (Date.now() < deadline && !log().includes(line)) await new Promise((r) => setTimeout(r, 50))
+  expect(log()).toContain(line)
+}
+
 /** The day secrets in Redis, by key. */
 async function readSecrets(): Promise<Record<string, string | null>> {
   const keys = (await probe.keys('dl:secret:*')).sort()
@@ -213,8 +220,10 @@ describe('two replicas on one Redis', () => {
       const back = await requestFrom(r.origin, '/api/v1/types', '127.0.0.42')
       expect([back.status, back.headers['x-ratelimit-limit']]).toEqual([200, '120'])
     }
-    expect(A.log().slice(logA)).toContain('[rate-limit] Redis is back')
-    expect(B.log()).toContain('[rate-limit] Redis is back')
+    // The line goes to the replica's stderr before its answer, but the two pipes reach this process
+    // in either order: wait for it rather than read the log at once.
+    await expectLogLine(() => A.log().slice(logA), '[rate-limit] Redis is back')
+    await expectLogLine(() => B.log(), '[rate-limit] Redis is back')
   })
 
   it('serve every request with Redis killed, and count spooled downloads once after it restarts empty', async () => {
