@@ -1,7 +1,8 @@
 /**
- * Loads the source catalog: globs `data/` with fast-glob (the only user of it), parses and validates
- * each record with its zod schema, computes blob sizes and hashes (load-records.ts), and streams the
- * normalised records into the staging database in batches. Memory stays flat as the catalog grows.
+ * Loads the source catalog: globs `data/` with fast-glob (a rebuild lists it with list-sources.ts),
+ * parses and validates each record with its zod schema, computes blob sizes and hashes
+ * (load-records.ts), and streams the normalised records into the staging database in batches.
+ * Memory stays flat as the catalog grows.
  *
  * Both cores: the files of each kind go in chunks of CHUNK to the load worker (a child process,
  * load-pool.ts) while it has fewer than WORKER_QUEUE, and are parsed here when it has that many; the
@@ -9,22 +10,22 @@
  * problem list are the same as from one thread. Inserts run on SQLite's thread.
  *
  * A rebuild with staging kept from the last build (staging-cache.ts) lists the files with their
- * stats, drops the rows of changed and removed files, and reads only the changed and new ones.
+ * stats (one `find` walk, list-sources.ts), drops the rows of changed and removed files, and reads
+ * only the changed and new ones.
  *
  * Records are read synchronously into one reused buffer: the 104,015 version records of a
  * 10,000-project catalog take 2.8–3.5 s and 0.6 s of CPU so, against 14–19 s and 8 s with 64
  * `fs.promises.readFile` in flight (open, fstat, read and close each a thread-pool round trip and a
  * promise); 18 s against 21 s with the pages evicted from the cache (README, "Performance").
  */
-import { statSync } from 'node:fs'
 import path from 'node:path'
 import fg from 'fast-glob'
 import type { BuildContext } from './context.ts'
 import { addProblem } from './context.ts'
 import type { Db } from './db/sqlite.ts'
+import { listSources, statSignature } from './list-sources.ts'
 import { createLoadPool, type LoadPool } from './load-pool.ts'
 import { parseRecordChunk, recordKinds, type RecordChunk, type RecordKindName } from './load-records.ts'
-import { sourceSignature } from './staging-cache.ts'
 
 const BATCH = 1000
 /** Files per chunk: large enough that a round trip to the worker is small beside its parsing. */
@@ -53,6 +54,7 @@ export async function loadSource(ctx: BuildContext, kept = false): Promise<LoadC
   let pool = null as LoadPool | null
   const startPool = (): LoadPool | null => (pool ??= ctx.options.loadWorkers > 0 ? createLoadPool(ctx.options.dataDir, ctx.options.loadWorkers) : null)
   try {
+    if (kept) await listSourcesInto(ctx)
     for (const kind of Object.keys(recordKinds) as RecordKindName[]) {
       const { tables } = recordKinds[kind]
       const changed = kept ? await changedSources(ctx, kind) : null
@@ -64,6 +66,7 @@ export async function loadSource(ctx: BuildContext, kept = false): Promise<LoadC
       counts[tables[0]!] = changed ? await countRows(ctx, tables[0]!) : loaded.count
       filesRead += loaded.files
     }
+    if (kept) await ctx.staging.exec(`DROP TABLE temp.listed`)
   } finally {
     const usage = await pool?.close()
     if (usage) ctx.options.log(`… the load worker${pool!.size > 1 ? `s (${pool!.size}) ` : ' '}used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB`)
@@ -77,55 +80,55 @@ async function countRows(ctx: BuildContext, table: string): Promise<number> {
 }
 
 /**
- * The record files of `kind` to read again into a kept staging, in glob order: new ones, and those
- * whose stat signature or one of whose blobs' differs from s_sources. Their rows, and those of the
- * kind's files gone from the data folder, are deleted. The comparison runs in SQLite (a temp table
- * of the globbed files), so memory stays flat however many files there are.
+ * Lists every record file of the data folder with its stat signature into `temp.listed` (kind,
+ * file, signature; list-sources.ts), in the order the folders are read: one walk for all kinds.
+ */
+async function listSourcesInto(ctx: BuildContext): Promise<void> {
+  const { staging } = ctx
+  const kinds = Object.keys(recordKinds) as RecordKindName[]
+  await staging.exec(`
+    DROP TABLE IF EXISTS temp.listed;
+    CREATE TEMP TABLE listed (kind TEXT NOT NULL, file TEXT PRIMARY KEY, signature TEXT NOT NULL);
+  `)
+  const listed = createBatcher(staging, 'temp.listed')
+  await listSources(ctx.options.dataDir, kinds.map((k) => recordKinds[k].pattern), ([i, file, signature]) => listed.add([kinds[i]!, file, signature]))
+  await listed.flush()
+  await staging.exec(`CREATE INDEX temp.listed_kind ON listed(kind)`)
+}
+
+/**
+ * The record files of `kind` to read again into a kept staging, in listing order: new ones, and
+ * those whose stat signature or one of whose blobs' differs from s_sources. Their rows, and those
+ * of the kind's files gone from the data folder, are deleted. The comparison runs in SQLite (the
+ * temp table of listSourcesInto), so memory stays flat however many files there are.
  */
 async function changedSources(ctx: BuildContext, kind: RecordKindName): Promise<string[]> {
   const { staging } = ctx
-  const { pattern, tables } = recordKinds[kind]
-  await staging.exec(`
-    DROP TABLE IF EXISTS temp.globbed; DROP TABLE IF EXISTS temp.changed;
-    CREATE TEMP TABLE globbed (file TEXT PRIMARY KEY, signature TEXT NOT NULL);
-    CREATE TEMP TABLE changed (file TEXT PRIMARY KEY);
-  `)
-  const globbed = createBatcher(staging, 'temp.globbed')
-  // statSync per name: 12.8 s for the large catalog's 1 M version files, against 19–31 s for
-  // fast-glob's own `stats` (an async lstat per entry). It follows symlinks, as the load's fstat does.
-  for await (const entry of fg.stream(pattern, { cwd: ctx.options.dataDir, onlyFiles: true })) {
-    const file = String(entry)
-    const signature = statSignature(path.join(ctx.options.dataDir, file))
-    // Gone since it was listed: left out, so its rows go as a removed file's.
-    if (signature !== null) await globbed.add([file, signature])
-  }
-  await globbed.flush()
+  const { tables } = recordKinds[kind]
+  await staging.exec(`DROP TABLE IF EXISTS temp.changed; CREATE TEMP TABLE changed (file TEXT PRIMARY KEY);`)
   await staging.run(
-    `INSERT INTO temp.changed SELECT g.file FROM temp.globbed g LEFT JOIN s_sources s ON s.file = g.file AND s.kind = ?
-     WHERE s.file IS NULL OR s.signature <> g.signature`,
+    `INSERT INTO temp.changed SELECT g.file FROM temp.listed g LEFT JOIN s_sources s ON s.file = g.file AND s.kind = g.kind
+     WHERE g.kind = ? AND (s.file IS NULL OR s.signature <> g.signature)`,
     [kind],
   )
   // Files unchanged themselves whose blobs (read by the load, hashed into their rows) changed.
   const withBlobs = await staging.all<{ file: string; blobs: string }>(
-    `SELECT s.file, s.blobs FROM s_sources s JOIN temp.globbed g ON g.file = s.file AND g.signature = s.signature WHERE s.kind = ? AND s.blobs IS NOT NULL`,
+    `SELECT s.file, s.blobs FROM s_sources s JOIN temp.listed g ON g.file = s.file AND g.kind = s.kind AND g.signature = s.signature WHERE s.kind = ? AND s.blobs IS NOT NULL`,
     [kind],
   )
   const blobChanged = withBlobs.filter((row) => (JSON.parse(row.blobs) as [string, string][]).some(([blob, signature]) => statSignature(path.join(ctx.options.dataDir, blob)) !== signature))
   if (blobChanged.length > 0) await staging.run(`INSERT INTO temp.changed SELECT value FROM json_each(?)`, [JSON.stringify(blobChanged.map((r) => r.file))])
-  const stale = `SELECT file FROM s_sources WHERE kind = ? AND (file IN temp.changed OR file NOT IN (SELECT file FROM temp.globbed))`
-  for (const table of [...tables, 's_sources']) await staging.run(`DELETE FROM ${table} WHERE file IN (${stale})`, [kind])
-  const changed = await staging.all<{ file: string }>(`SELECT g.file FROM temp.globbed g WHERE g.file IN temp.changed ORDER BY g.rowid`)
-  await staging.exec(`DROP TABLE temp.globbed; DROP TABLE temp.changed;`)
+  // Rows to drop: those of changed files and of the kind's files no longer listed. Deleted through
+  // each table's index on `file` (stagingIndexes): a scan of s_versions would read its 1 M rows.
+  await staging.exec(`DROP TABLE IF EXISTS temp.stale; CREATE TEMP TABLE stale (file TEXT PRIMARY KEY);`)
+  await staging.run(
+    `INSERT INTO temp.stale SELECT s.file FROM s_sources s WHERE s.kind = ? AND (s.file IN temp.changed OR NOT EXISTS (SELECT 1 FROM temp.listed g WHERE g.file = s.file AND g.kind = s.kind))`,
+    [kind],
+  )
+  for (const table of [...tables, 's_sources']) await staging.run(`DELETE FROM ${table} WHERE file IN temp.stale`)
+  const changed = await staging.all<{ file: string }>(`SELECT g.file FROM temp.listed g WHERE g.kind = ? AND g.file IN temp.changed ORDER BY g.rowid`, [kind])
+  await staging.exec(`DROP TABLE temp.changed; DROP TABLE temp.stale;`)
   return changed.map((r) => r.file)
-}
-
-/** The stat signature of a file, or null when it cannot be read (the record is then read again and reports it). */
-function statSignature(file: string): string | null {
-  try {
-    return sourceSignature(statSync(file))
-  } catch {
-    return null
-  }
 }
 
 /**

@@ -37,6 +37,10 @@ CREATE INDEX IF NOT EXISTS s_versions_project ON s_versions(project_id);
 CREATE INDEX IF NOT EXISTS s_files_sha256 ON s_files(sha256);
 CREATE INDEX IF NOT EXISTS s_files_id ON s_files(id);
 CREATE INDEX IF NOT EXISTS s_sources_file ON s_sources(file);
+CREATE INDEX IF NOT EXISTS s_users_file ON s_users(file);
+CREATE INDEX IF NOT EXISTS s_projects_file ON s_projects(file);
+CREATE INDEX IF NOT EXISTS s_versions_file ON s_versions(file);
+CREATE INDEX IF NOT EXISTS s_files_file ON s_files(file);
 `
 
 /** Catalog: visible data only. */
