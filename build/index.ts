@@ -21,7 +21,7 @@ import type { WriteStats } from './release/writer.ts'
 import { writeProjectFiles } from './static/projects.ts'
 import { writeObjects, writeSiteFiles } from './static/site.ts'
 import { writeUserFiles } from './static/users.ts'
-import { writeVersionFiles } from './static/versions.ts'
+import { prepareVersionFiles, writeVersionFiles } from './static/versions.ts'
 import { dropStagingCache, keepStagingCache, stagingCacheKey, takeStagingCache } from './staging-cache.ts'
 import { validateCatalog } from './validate.ts'
 
@@ -51,6 +51,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   let compaction: Promise<CompactedCatalog> | null = null
+  let versionReader: Promise<Db> | null = null
   let catalogReady: Promise<FileHash> | null = null
   let writer: ReleaseSink | null = null
   let db: Db | null = null
@@ -116,10 +117,15 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     compaction = compactCatalog(catalogFile)
     // Awaited below, or in the catch when the build fails first.
     compaction.catch(() => {})
+    // The versions' hash owners are ranked on a reading connection of their own meanwhile.
+    versionReader = prepareVersionFiles(catalogFile, BUILD_CACHE_KIB)
+    versionReader.catch(() => {})
     await writeSiteFiles(db, writer)
     await writeUserFiles(db, writer)
     await writeProjectFiles(db, maps, writer)
-    await writeVersionFiles(db, writer)
+    const versions = await versionReader
+    versionReader = null
+    await writeVersionFiles(versions, writer)
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
     await db.close()
@@ -167,6 +173,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // Neither the write process nor the compaction may write into a release folder being removed.
     await writer?.close()
     await db?.close().catch(() => {})
+    await versionReader?.then((reader) => reader.close()).catch(() => {})
     await compaction?.catch(() => {})
     await catalogReady?.catch(() => {})
     await staging.close().catch(() => {})
