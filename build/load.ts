@@ -122,7 +122,7 @@ async function changedSources(ctx: BuildContext, kind: RecordKindName): Promise<
   // each table's index on `file` (stagingIndexes): a scan of s_versions would read its 1 M rows.
   await staging.exec(`DROP TABLE IF EXISTS temp.stale; CREATE TEMP TABLE stale (file TEXT PRIMARY KEY);`)
   await staging.run(
-    `INSERT INTO temp.stale SELECT s.file FROM s_sources s WHERE s.kind = ? AND (s.file IN temp.changed OR NOT EXISTS (SELECT 1 FROM temp.listed g WHERE g.file = s.file AND g.kind = s.kind))`,
+    `INSERT OR IGNORE INTO temp.stale SELECT s.file FROM s_sources s WHERE s.kind = ? AND (s.file IN temp.changed OR NOT EXISTS (SELECT 1 FROM temp.listed g WHERE g.file = s.file AND g.kind = s.kind))`,
     [kind],
   )
   for (const table of [...tables, 's_sources']) await staging.run(`DELETE FROM ${table} WHERE file IN temp.stale`)
