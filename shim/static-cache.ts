@@ -11,6 +11,7 @@
  * release": clear() at a release swap starts a new generation, and a read that began before the swap
  * does not store what it read.
  */
+import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createBody, type Body } from '../build/render/body.ts'
 
@@ -34,8 +35,10 @@ export interface StaticCache {
   read(releaseDir: string, urlPath: string): Promise<Body | null>
   /**
    * Keeps a body the caller made with exactly the bytes of urlPath's file (e.g. a single hash lookup
-   * rendered from the catalog) — unless `generation` is no longer live (a swap happened while it was
-   * being made). Returns the body to answer with (the one kept). Optional like get.
+   * rendered from the catalog), or an answer of the live release under a key that is not a path
+   * (update matching's, shim/routes/version-files.ts: it never starts with `/`) — unless
+   * `generation` is no longer live (a swap happened while it was being made). Returns the body to
+   * answer with (the one kept). Optional like get.
    */
   put?(urlPath: string, body: Body, generation: number): Body
   /** Forgets every body (a new release went live) and starts a new generation. */
@@ -55,6 +58,22 @@ function ownBytes(body: Body): Body {
   const bytes = Buffer.allocUnsafeSlow(body.bytes.length)
   body.bytes.copy(bytes)
   return { bytes, etag: body.etag }
+}
+
+/**
+ * The static cache's key of an update-matching answer (shim/routes/version-files.ts keeps them):
+ * `kind` (`update`, a single file's `{"data":<Version>}`, whose `target` is the JSON array of the
+ * path's hash as sent and the query string, so no hash and query can pass for another pair;
+ * `updates`, the bulk VersionsByHash, whose target is the query string) and a SHA-256 of the target
+ * exactly as sent. The answer is a function of that text and the live release, so a hit needs no
+ * parsing or validation: at the large catalog, reading and validating a query of 100 hashes was two
+ * thirds of the CPU of an answer found in the cache (bench/results/PROFILE.md, Session 10). Mod
+ * managers send one modpack's check in one spelling, so spellings are not made canonical. A key is
+ * 50 or 51 characters however long the request, and never starts with `/`, so it can never be a
+ * request path the fast path looks up (PLAIN_API_PATH), nor the path of a file.
+ */
+export function updateCacheKey(kind: 'update' | 'updates', target: string): string {
+  return `${kind}:${createHash('sha256').update(target).digest('base64url')}`
 }
 
 /** The file of a request path (`/api/v1/...`) in a release folder. */

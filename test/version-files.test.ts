@@ -6,9 +6,10 @@
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
 import { createBody } from '../build/render/body.ts'
 import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, versionsByHashSchema, type Version } from '../build/schema/api.ts'
+import { updateCacheKey } from '../shim/static-cache.ts'
 import { expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer, type VersionFilters } from './harness.ts'
 
 const projects = listSampleProjects()
@@ -275,6 +276,58 @@ describe('update matching', () => {
     expect(errorSchema.parse(await json(none)).error.code).toBe('not_found')
     const bulk = byHashSchema.parse(await json(await server.get(`/version-files/update?hashes=${newest.files[0]!.sha256}&gameVersion=0.0.1`)))
     expect(bulk.data).toEqual({})
+  })
+
+  it('answers a request asked before from the static cache, keyed by its exact text; refusals and 404s are not kept', async () => {
+    const { cache } = server.ctx
+    const hashes = [...byHash.keys()].slice(0, 30)
+    const search = `hashes=${hashes.join(',')}&loader=fabric&channel=stable`
+    cache.clear()
+    const first = await server.get(`/version-files/update?${search}`)
+    const text = await first.text()
+    expect(Object.keys(byHashSchema.parse(JSON.parse(text)).data).length).toBeGreaterThan(0)
+    // Kept under its key with the bytes and ETag sent; the same request again is the same answer.
+    expect(cache.get!(updateCacheKey('updates', search))?.bytes.toString()).toBe(text)
+    expect(cache.get!(updateCacheKey('updates', search))?.etag).toBe(first.headers.get('etag'))
+    const again = await server.get(`/version-files/update?${search}`)
+    expect([await again.text(), again.headers.get('etag'), again.headers.get('cache-control')]).toEqual([text, first.headers.get('etag'), first.headers.get('cache-control')])
+    const notModified = await server.get(`/version-files/update?${search}`, { headers: { 'If-None-Match': first.headers.get('etag')! } })
+    expect([notModified.status, await notModified.text()]).toEqual([304, ''])
+    // The kept body is what answers, without SQL; another spelling of the request has a key of its
+    // own, and its answer comes from SQLite: the same versions.
+    const queries = vi.spyOn(server.ctx.release.db, 'all')
+    try {
+      expect(await (await server.get(`/version-files/update?${search}`)).text()).toBe(text)
+      expect(queries).not.toHaveBeenCalled()
+      const upper = `hashes=${hashes.map((h) => h.toUpperCase()).join(',')}&channel=stable&platform=fabric`
+      expect(JSON.parse(await (await server.get(`/version-files/update?${upper}`)).text())).toEqual(JSON.parse(text))
+      expect(queries).toHaveBeenCalledTimes(1)
+    } finally {
+      queries.mockRestore()
+    }
+    // A new release clears the cache (its generation), and the query runs again.
+    cache.clear()
+    expect(await (await server.get(`/version-files/update?${search}`)).text()).toBe(text)
+    // The single update: keyed by the path's hash and the query, as sent.
+    const hash = hashes.find((h) => expectedUpdate(h, { channel: ['stable'] }))!
+    const single = await (await server.get(`/version-files/${hash}/update?channel=stable`)).text()
+    expect(singleSchema.parse(JSON.parse(single)).data.id).toBe(expectedUpdate(hash, { channel: ['stable'] })!.id)
+    expect(cache.get!(updateCacheKey('update', JSON.stringify([hash, 'channel=stable'])))?.bytes.toString()).toBe(single)
+    // 404s and 422s keep nothing, and stay what they are when asked again.
+    const size = cache.size
+    for (const [url, status] of [
+      [`/version-files/${hash}/update?gameVersion=0.0.1`, 404],
+      [`/version-files/update?hashes=${hash},xyz`, 422],
+      [`/version-files/${hash}%3Fx/update?y`, 422],
+    ] as const) {
+      for (let i = 0; i < 2; i++) {
+        const res = await server.get(url)
+        expect([url, res.status]).toEqual([url, status])
+        expect(errorSchema.parse(await json(res)).error.code).toBe(status === 404 ? 'not_found' : 'validation_failed')
+      }
+    }
+    expect(cache.size).toBe(size)
+    cache.clear()
   })
 
   it('single and bulk agree with each other and with the oracle for every hash and every filter combination', async () => {

@@ -43,7 +43,7 @@ const channel = z.enum(channels, { error: `must be one of ${channels.join(', ')}
 /** A SHA-1 (40 hex) or SHA-256 (64 hex), any case; normalised to lowercase. */
 export const hashParam = z
   .string()
-  .regex(/^(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})$/, 'must be a SHA-1 (40 hex characters) or a SHA-256 (64 hex characters)')
+  .regex(/^[0-9a-fA-F]{40}(?:[0-9a-fA-F]{24})?$/, 'must be a SHA-1 (40 hex characters) or a SHA-256 (64 hex characters)')
   .transform((h) => h.toLowerCase())
 
 export const algorithmParam = z.enum(['sha1', 'sha256'], { error: 'must be sha1 or sha256' })

@@ -16,6 +16,7 @@ import {
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
+import { updateCacheKey } from '../static-cache.ts'
 import { readQuery } from '../query.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
 import { findUpdatesByHashes, findVersionsByHashes, type HashMatch } from '../versions-query.ts'
@@ -137,22 +138,49 @@ async function handleVersionFiles(input: RouteInput): Promise<void> {
   sendBodyParts(event, await renderVersionsByHash(ctx, uniqueHashes(query.hashes)), mutableCacheControl(ctx))
 }
 
+/**
+ * An update-matching answer through the static cache: a request asked before in this release is
+ * answered with the body kept for it, without SQLite; otherwise `make` runs the query and its body is
+ * kept (unless a release swap happened meanwhile: the cache's generation). A mod manager checking a
+ * modpack sends the same hashes and filters as every other user of that modpack, so the same
+ * request comes again and again. The entries share CACHE_BYTES and its CLOCK eviction with the
+ * static bodies (their memory is bounded by the same limit, ENTRY_OVERHEAD_BYTES included), they are
+ * dropped with them when a new release goes live, and with CACHE_BYTES=0 every request runs its
+ * query (bench/results/serve.md measures both). Only answers are kept: a request `make` refuses
+ * (422) or finds nothing for (a single file without an update: 404) throws, and runs again when
+ * asked again.
+ */
+async function cachedUpdate(ctx: RouteInput['ctx'], key: string, make: () => Promise<Body>): Promise<Body> {
+  const { cache } = ctx
+  const kept = cache.get?.(key)
+  if (kept !== undefined) return kept
+  const generation = cache.generation
+  const body = await make()
+  return cache.put?.(key, body, generation) ?? body
+}
+
 /** GET /version-files/{hash}/update: the newest matching version of the file's project; 404 when none. */
 async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
-  const query = readQuery(input.search, versionFileUpdateQuerySchema)
-  const hash = readPathHash(input.params.hash!, query.algorithm)
-  const [match] = await findUpdatesByHashes(ctx.release.db, [hash], query)
-  if (!match) throw notFound(`An update of the file with hash ${hash}`)
-  sendBody(event, renderRawBody(match.json), mutableCacheControl(ctx))
+  const rawHash = input.params.hash!
+  const body = await cachedUpdate(ctx, updateCacheKey('update', JSON.stringify([rawHash, input.search])), async () => {
+    const query = readQuery(input.search, versionFileUpdateQuerySchema)
+    const hash = readPathHash(rawHash, query.algorithm)
+    const [match] = await findUpdatesByHashes(ctx.release.db, [hash], query)
+    if (!match) throw notFound(`An update of the file with hash ${hash}`)
+    return renderRawBody(match.json)
+  })
+  sendBody(event, body, mutableCacheControl(ctx))
 }
 
 /** GET /version-files/update?hashes=: VersionsByHash of each file's update; no match left out. */
 async function handleVersionFilesUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
-  const query = readQuery(input.search, versionFilesUpdateQuerySchema)
-  const matches = await findUpdatesByHashes(ctx.release.db, uniqueHashes(query.hashes), query)
-  sendBody(event, renderVersionsByHashBody(matches), mutableCacheControl(ctx))
+  const body = await cachedUpdate(ctx, updateCacheKey('updates', input.search), async () => {
+    const query = readQuery(input.search, versionFilesUpdateQuerySchema)
+    return renderVersionsByHashBody(await findUpdatesByHashes(ctx.release.db, uniqueHashes(query.hashes), query))
+  })
+  sendBody(event, body, mutableCacheControl(ctx))
 }
 
 /** The version-files routes (literal paths first: `update` is not a hash). */
