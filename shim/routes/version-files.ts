@@ -1,7 +1,8 @@
 /**
  * Routes of version files (SPEC.md §4 "Files and hash lookup"): identify installed files by hash
  * (single and bulk) and find their updates (single and bulk). Single and bulk update matching run
- * the same query (findUpdatesByHashes), so they agree on every input.
+ * the same query (findUpdatesByHashes), so they agree on every input; their answers are kept in the
+ * static cache for the live release, so a repeated check does not run it again (cachedUpdate).
  */
 import { createBody, renderRawBody, type Body } from '../../build/render/body.ts'
 import type { z } from 'zod'
@@ -16,9 +17,9 @@ import {
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
-import { updateCacheKey } from '../static-cache.ts'
 import { readQuery } from '../query.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
+import { updateCacheKey } from '../static-cache.ts'
 import { findUpdatesByHashes, findVersionsByHashes, type HashMatch } from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
 
