@@ -36,11 +36,23 @@ export interface StaticCache {
   /**
    * Keeps a body the caller made with exactly the bytes of urlPath's file (e.g. a single hash lookup
    * rendered from the catalog), or an answer of the live release under a key that is not a path
-   * (update matching's, shim/routes/version-files.ts: it never starts with `/`) — unless
+   * (answerCacheKey's: it never starts with `/`) — unless
    * `generation` is no longer live (a swap happened while it was being made). Returns the body to
    * answer with (the one kept). Optional like get.
    */
-  put?(urlPath: string, body: Body, generation: number): Body
+  put?<B extends KeptBody>(urlPath: string, body: B, generation: number): B
+  /**
+   * A reference to what is kept under a key (undefined when nothing is), for a plan that reads the
+   * same entries on every request (a bulk lookup's, shim/routes/version-files.ts): through hit() it
+   * costs no Map lookup. A Map lookup with a key string made per request costs about 1.5 µs at
+   * 100,000 entries (V8 looks the equal string up in its string table): 100 of them were a sixth of
+   * a bulk hash lookup answered from memory (bench/results/PROFILE.md, Session 11).
+   */
+  refOf?(urlPath: string): KeptRef | undefined
+  /** The body a reference points to, counted as a hit (as get), or undefined once it was evicted, dropped or cleared. */
+  hit?(ref: KeptRef): KeptBody | undefined
+  /** Forgets what is kept under a key (a plan to be replaced), if anything. */
+  drop?(urlPath: string): void
   /** Forgets every body (a new release went live) and starts a new generation. */
   clear(): void
   /** The live generation: read it before making a body for put(). */
@@ -51,28 +63,51 @@ export interface StaticCache {
 /**
  * The body with bytes of their own: a small Buffer.from() is a slice of an 8 KB pool slab, which a
  * cache entry would keep alive whole while counting only the slice (CACHE_BYTES would not bound it).
- * Bodies read from files already own theirs.
+ * Bodies read from files already own theirs. Other fields a route keeps with its body (a bulk
+ * lookup's plan, shim/routes/version-files.ts) are kept too.
  */
-function ownBytes(body: Body): Body {
+function ownBytes<B extends Body>(body: B): B {
   if (body.bytes.byteOffset === 0 && body.bytes.buffer.byteLength === body.bytes.length) return body
   const bytes = Buffer.allocUnsafeSlow(body.bytes.length)
   body.bytes.copy(bytes)
-  return { bytes, etag: body.etag }
+  return { ...body, bytes }
+}
+
+/** A kept value: a body, and the JavaScript heap of any fields a route keeps with it beyond bytes and ETag. */
+export interface KeptBody extends Body {
+  /** Counted against the bound with the body and ENTRY_OVERHEAD_BYTES (a plan's key strings). */
+  heapBytes?: number
 }
 
 /**
- * The static cache's key of an update-matching answer (shim/routes/version-files.ts keeps them):
+ * A kept entry as a plan refers to it. Opaque: read through StaticCache.hit. Its body never changes
+ * (put never replaces an entry's body), and once the entry is evicted, dropped or cleared it holds
+ * none, so a reference yields the body it was made for or nothing, and never keeps alive bytes the
+ * bound no longer counts.
+ */
+export interface KeptRef {
+  readonly kept: unknown
+}
+
+/** What an entry counts against the bound. */
+function sizeOf(body: KeptBody): number {
+  return body.bytes.length + ENTRY_OVERHEAD_BYTES + (body.heapBytes ?? 0)
+}
+
+/**
+ * The static cache's key of an answer kept for a query (shim/routes/version-files.ts keeps them):
  * `kind` (`update`, a single file's `{"data":<Version>}`, whose `target` is the JSON array of the
  * path's hash as sent and the query string, so no hash and query can pass for another pair;
- * `updates`, the bulk VersionsByHash, whose target is the query string) and a SHA-256 of the target
- * exactly as sent. The answer is a function of that text and the live release, so a hit needs no
- * parsing or validation: at the large catalog, reading and validating a query of 100 hashes was two
- * thirds of the CPU of an answer found in the cache (bench/results/PROFILE.md, Session 10). Mod
- * managers send one modpack's check in one spelling, so spellings are not made canonical. A key is
- * 50 or 51 characters however long the request, and never starts with `/`, so it can never be a
- * request path the fast path looks up (PLAIN_API_PATH), nor the path of a file.
+ * `updates`, the bulk VersionsByHash of update matching, and `hashes`, the plan of a bulk hash
+ * lookup's answer, whose target is the query string) and a SHA-256 of the target exactly as sent.
+ * The answer is a function of that text and the live release, so a hit needs no parsing or
+ * validation: at the large catalog, reading and validating a query of 100 hashes was two thirds of
+ * the CPU of an answer found in the cache (bench/results/PROFILE.md, Session 10). Mod managers send
+ * one modpack's check in one spelling, so spellings are not made canonical. A key is 50 or 51
+ * characters however long the request, and never starts with `/`, so it can never be a request
+ * path the fast path looks up (PLAIN_API_PATH), nor the path of a file.
  */
-export function updateCacheKey(kind: 'update' | 'updates', target: string): string {
+export function answerCacheKey(kind: 'update' | 'updates' | 'hashes', target: string): string {
   return `${kind}:${createHash('sha256').update(target).digest('base64url')}`
 }
 
@@ -81,8 +116,9 @@ export function releaseFileOf(releaseDir: string, urlPath: string): string {
   return `${releaseDir}/public${urlPath}.json`
 }
 
-interface Entry {
-  body: Body
+interface Entry extends KeptRef {
+  /** The body; undefined once the entry left the cache (references may outlive it). */
+  kept: KeptBody | undefined
   /** Set by a hit; eviction clears it once (second chance) before evicting. */
   used: boolean
 }
@@ -101,7 +137,8 @@ export function createStaticCache(maxBytes: number): StaticCache {
         entry.used = false
         entries.set(key, entry)
       } else {
-        bytes -= entry.body.bytes.length + ENTRY_OVERHEAD_BYTES
+        bytes -= sizeOf(entry.kept!)
+        entry.kept = undefined
       }
     }
   }
@@ -109,25 +146,38 @@ export function createStaticCache(maxBytes: number): StaticCache {
     const entry = entries.get(urlPath)
     if (entry === undefined) return undefined
     entry.used = true
-    return entry.body
+    return entry.kept
   }
   /** Keeps body under urlPath unless made in another generation; the entry kept is the one returned. */
-  const store = (urlPath: string, body: Body, madeIn: number): Body => {
+  const store = <B extends KeptBody>(urlPath: string, body: B, madeIn: number): B => {
     // Made from a release that is no longer live: answer with it, keep nothing under its path.
     if (madeIn !== generation) return body
     // Another request may have made the same body meanwhile: keep one entry, count its bytes once.
     const raced = get(urlPath)
-    if (raced) return raced
-    if (body.bytes.length + ENTRY_OVERHEAD_BYTES > maxBytes) return body
+    if (raced) return raced as B
+    if (sizeOf(body) > maxBytes) return body
     const kept = ownBytes(body)
-    entries.set(urlPath, { body: kept, used: false })
-    bytes += kept.bytes.length + ENTRY_OVERHEAD_BYTES
+    entries.set(urlPath, { kept, used: false })
+    bytes += sizeOf(kept)
     evict()
     return kept
   }
   return {
     get,
     put: store,
+    refOf: (urlPath) => entries.get(urlPath),
+    hit(ref) {
+      const entry = ref as Entry
+      if (entry.kept !== undefined) entry.used = true
+      return entry.kept
+    },
+    drop(urlPath) {
+      const entry = entries.get(urlPath)
+      if (entry === undefined) return
+      entries.delete(urlPath)
+      bytes -= sizeOf(entry.kept!)
+      entry.kept = undefined
+    },
     async read(releaseDir, urlPath) {
       const hit = get(urlPath)
       if (hit) return hit
@@ -143,6 +193,7 @@ export function createStaticCache(maxBytes: number): StaticCache {
       return store(urlPath, createBody(bytesRead), started)
     },
     clear() {
+      for (const entry of entries.values()) entry.kept = undefined
       entries.clear()
       bytes = 0
       generation++

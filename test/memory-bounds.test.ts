@@ -30,6 +30,43 @@ describe('static cache bound', () => {
   })
 })
 
+describe('static cache references', () => {
+  const body = (text: string): { bytes: Buffer; etag: string } => ({ bytes: Buffer.from(text), etag: `"${text.length}"` })
+
+  it('read the kept body without a lookup, count as hits, and let go of it when it is evicted, dropped or cleared', () => {
+    // Room for three bodies of 18 bytes.
+    const cache = createStaticCache(3 * (18 + ENTRY_OVERHEAD_BYTES))
+    for (const k of ['a', 'b', 'c']) cache.put!(`/api/v1/${k}`, body(`{"data":"${k}-12345"}`), cache.generation)
+    expect(cache.size).toBe(3)
+    const [a, b, c] = ['a', 'b', 'c'].map((k) => cache.refOf!(`/api/v1/${k}`)!)
+    expect(cache.hit!(a!)?.bytes.toString()).toBe('{"data":"a-12345"}')
+    // a was hit, so the next put evicts b (second chance for a), and b's reference lets go of its body.
+    cache.put!('/api/v1/d', body('{"data":"d-12345"}'), cache.generation)
+    expect(cache.hit!(b!)).toBeUndefined()
+    expect(cache.get!('/api/v1/b')).toBeUndefined()
+    expect(cache.hit!(a!)?.bytes.toString()).toBe('{"data":"a-12345"}')
+    cache.drop!('/api/v1/c')
+    expect([cache.hit!(c!), cache.get!('/api/v1/c'), cache.size]).toEqual([undefined, undefined, 2])
+    cache.clear()
+    expect([cache.hit!(a!), cache.refOf!('/api/v1/a'), cache.size]).toEqual([undefined, undefined, 0])
+  })
+
+  it('count the heap a kept value declares against the bound', () => {
+    // Room for two bodies of 17 bytes, or one that declares as much heap again.
+    const cache = createStaticCache(2 * (17 + ENTRY_OVERHEAD_BYTES))
+    cache.put!('/api/v1/a', body('{"data":"a-1234"}'), cache.generation)
+    cache.put!('/api/v1/b', body('{"data":"b-1234"}'), cache.generation)
+    expect(cache.size).toBe(2)
+    cache.clear()
+    cache.put!('/api/v1/a', body('{"data":"a-1234"}'), cache.generation)
+    cache.put!('plan', { ...body('{"data":"p-1234"}'), heapBytes: 17 + ENTRY_OVERHEAD_BYTES }, cache.generation)
+    // The plan counts twice its body's share: a and the plan no longer fit together.
+    expect(cache.size).toBe(1)
+    expect(cache.get!('/api/v1/a')).toBeUndefined()
+    expect(cache.get!('plan')?.bytes.toString()).toBe('{"data":"p-1234"}')
+  })
+})
+
 describe('static cache keys', () => {
   /** Two release folders holding different bodies under the same request path. */
   const twoReleases = (): { a: string; b: string } => {

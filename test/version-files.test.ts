@@ -9,7 +9,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
 import { createBody } from '../build/render/body.ts'
 import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, versionsByHashSchema, type Version } from '../build/schema/api.ts'
-import { updateCacheKey } from '../shim/static-cache.ts'
+import { answerCacheKey } from '../shim/static-cache.ts'
 import { expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer, type VersionFilters } from './harness.ts'
 
 const projects = listSampleProjects()
@@ -218,6 +218,56 @@ describe('GET /version-files?hashes=', () => {
     cache.clear()
   })
 
+  it('answers a request asked before from its kept plan, without reading the query, looking up keys or SQLite, and makes it again when a body leaves the cache', async () => {
+    const { cache, release } = server.ctx
+    const hashes = [...byHash.keys()].slice(0, 40)
+    const search = `hashes=${hashes.join(',')}`
+    const planKey = answerCacheKey('hashes', search)
+    const ask = async (): Promise<{ text: string; etag: string | null }> => {
+      const res = await server.get(`/version-files?${search}`)
+      return { text: await res.text(), etag: res.headers.get('etag') }
+    }
+    cache.clear()
+    const first = await ask()
+    expect(Object.keys(byHashSchema.parse(JSON.parse(first.text)).data)).toEqual(hashes)
+    expect(cache.get!(planKey)).toBeDefined()
+    const queries = vi.spyOn(release.db, 'all')
+    const gets = vi.spyOn(cache, 'get')
+    try {
+      // A repeat: the same bytes and ETag, one lookup (the plan's), no SQL.
+      expect(await ask()).toEqual(first)
+      expect(gets.mock.calls).toEqual([[planKey]])
+      expect(queries).not.toHaveBeenCalled()
+      // One of its bodies leaves the cache: found again by SQL, the same answer, and a new plan kept.
+      cache.drop!(`/api/v1/version-files/${hashes[5]}`)
+      expect(await ask()).toEqual(first)
+      expect(queries).toHaveBeenCalledTimes(1)
+      gets.mockClear()
+      expect(await ask()).toEqual(first)
+      expect(gets.mock.calls).toEqual([[planKey]])
+      expect(queries).toHaveBeenCalledTimes(1)
+    } finally {
+      gets.mockRestore()
+      queries.mockRestore()
+    }
+    // A body kept with other bytes (another ETag) is never spliced under the plan's ETag.
+    const single = `/api/v1/version-files/${hashes[3]}`
+    const file = readFileSync(path.join(release.dir, `public${single}.json`), 'utf8')
+    const changed = file.replace(/"downloads":(\d)/, (_, d: string) => `"downloads":${(Number(d) + 1) % 10}`)
+    cache.drop!(single)
+    cache.put!(single, createBody(Buffer.from(changed)), cache.generation)
+    const edited = await ask()
+    const firstData = byHashSchema.parse(JSON.parse(first.text)).data
+    expect(JSON.parse(edited.text)).toEqual({ data: { ...firstData, [hashes[3]!]: JSON.parse(changed).data } })
+    expect(edited.text).not.toBe(first.text)
+    expect(edited.etag).not.toBe(first.etag)
+    // A new release clears plans with the bodies.
+    cache.clear()
+    expect(cache.get!(planKey)).toBeUndefined()
+    expect(await ask()).toEqual(first)
+    cache.clear()
+  })
+
   it('reads the catalog with SQLite\'s default page cache (a larger one counts in RSS against the 300 MB bound)', async () => {
     expect(await server.ctx.release.db.get<{ cache_size: number }>('PRAGMA cache_size')).toEqual({ cache_size: -2000 })
   })
@@ -287,8 +337,8 @@ describe('update matching', () => {
     const text = await first.text()
     expect(Object.keys(byHashSchema.parse(JSON.parse(text)).data).length).toBeGreaterThan(0)
     // Kept under its key with the bytes and ETag sent; the same request again is the same answer.
-    expect(cache.get!(updateCacheKey('updates', search))?.bytes.toString()).toBe(text)
-    expect(cache.get!(updateCacheKey('updates', search))?.etag).toBe(first.headers.get('etag'))
+    expect(cache.get!(answerCacheKey('updates', search))?.bytes.toString()).toBe(text)
+    expect(cache.get!(answerCacheKey('updates', search))?.etag).toBe(first.headers.get('etag'))
     const again = await server.get(`/version-files/update?${search}`)
     expect([await again.text(), again.headers.get('etag'), again.headers.get('cache-control')]).toEqual([text, first.headers.get('etag'), first.headers.get('cache-control')])
     const notModified = await server.get(`/version-files/update?${search}`, { headers: { 'If-None-Match': first.headers.get('etag')! } })
@@ -312,7 +362,7 @@ describe('update matching', () => {
     const hash = hashes.find((h) => expectedUpdate(h, { channel: ['stable'] }))!
     const single = await (await server.get(`/version-files/${hash}/update?channel=stable`)).text()
     expect(singleSchema.parse(JSON.parse(single)).data.id).toBe(expectedUpdate(hash, { channel: ['stable'] })!.id)
-    expect(cache.get!(updateCacheKey('update', JSON.stringify([hash, 'channel=stable'])))?.bytes.toString()).toBe(single)
+    expect(cache.get!(answerCacheKey('update', JSON.stringify([hash, 'channel=stable'])))?.bytes.toString()).toBe(single)
     // 404s and 422s keep nothing, and stay what they are when asked again.
     const size = cache.size
     for (const [url, status] of [

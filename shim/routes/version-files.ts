@@ -2,7 +2,9 @@
  * Routes of version files (SPEC.md §4 "Files and hash lookup"): identify installed files by hash
  * (single and bulk) and find their updates (single and bulk). Single and bulk update matching run
  * the same query (findUpdatesByHashes), so they agree on every input; their answers are kept in the
- * static cache for the live release, so a repeated check does not run it again (cachedUpdate).
+ * static cache for the live release, so a repeated check does not run it again (cachedUpdate). A
+ * bulk hash lookup keeps the plan of its answer there (SplicePlan), so a repeated one splices the
+ * kept single lookups without reading its query again.
  */
 import { createBody, renderRawBody, type Body } from '../../build/render/body.ts'
 import type { z } from 'zod'
@@ -19,7 +21,7 @@ import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
 import { readQuery } from '../query.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
-import { updateCacheKey } from '../static-cache.ts'
+import { answerCacheKey, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
 import { findUpdatesByHashes, findVersionsByHashes, type HashMatch } from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
 
@@ -32,14 +34,33 @@ function renderVersionsByHashBody(matches: readonly HashMatch[]): Body {
   return createBody(Buffer.from(`{"data":{${entries.join(',')}}}`))
 }
 
+/** The cache key (and file path) of a hash's single lookup, `{"data":<Version>}`. */
+const SINGLE_PREFIX = '/api/v1/version-files/'
+
+/**
+ * What a bulk hash lookup's answer is made of, kept in the static cache under the query's exact
+ * text (answerCacheKey 'hashes'): references to the cache entries of the single lookups it splices
+ * (refOf), the text between them (`bytes`, with `ends`), and the answer's derived ETag (`etag`). A
+ * repeat of the request is answered from it without parsing the query, looking up 100 keys,
+ * building the text or hashing it. An entry's body never changes (the cache never replaces one; it
+ * only lets go of it when the entry leaves), so a reference yields the very body the ETag was
+ * derived from, or nothing, and then the plan is made again. Bodies are not held by a plan.
+ */
+interface SplicePlan extends KeptBody {
+  refs: KeptRef[]
+  ends: number[]
+  heapBytes: number
+}
+
 /**
  * VersionsByHash `{"data":{"<hash>":<Version>,...}}` spliced from single lookups'
  * `{"data":<Version>}` bodies (the same bytes as everywhere else, no re-serialising), in the order
  * given; hashes are lowercase hex. The text between the versions is made as one string and one
  * buffer (a Buffer per hash cost a native call each), and the ETag is derived from the hashes and
- * the bodies' own ETags (createDerivedBodyParts), not from the 100 KB of bytes.
+ * the bodies' own ETags (createDerivedBodyParts), not from the 100 KB of bytes. Returns the plan of
+ * the answer too (SplicePlan).
  */
-function spliceVersionsByHash(hashes: readonly string[], bodies: readonly Body[], releaseId: string): BodyParts {
+function spliceVersionsByHash(hashes: readonly string[], bodies: readonly Body[], releaseId: string): { answer: BodyParts; between: Buffer; ends: number[] } {
   let text = ''
   let identity = 'VersionsByHash'
   const ends: number[] = []
@@ -59,7 +80,44 @@ function spliceVersionsByHash(hashes: readonly string[], bodies: readonly Body[]
     at = ends[i]!
   }
   parts.push(between.subarray(at))
-  return createDerivedBodyParts(parts, identity)
+  return { answer: createDerivedBodyParts(parts, identity), between, ends }
+}
+
+/**
+ * What a plan adds to the heap beyond its bytes, per body: two array slots (8 bytes each, a number
+ * boxed up to 16 more) and the entry it refers to once that has left the cache (about 40 bytes).
+ */
+const PLAN_HEAP_BYTES_PER_BODY = 8 + 24 + 40
+
+/** The cache's entries of the bodies, or undefined when one of them is not kept (the cache had no room, or a release went live). */
+function refsOf(cache: StaticCache, keys: readonly string[]): KeptRef[] | undefined {
+  const refs: KeptRef[] = []
+  for (const key of keys) {
+    const ref = cache.refOf?.(key)
+    if (ref === undefined) return undefined
+    refs.push(ref)
+  }
+  return refs
+}
+
+/** The answer a plan describes, from the bodies in the cache now: undefined when one of them left it. */
+function answerFromPlan(cache: StaticCache, plan: SplicePlan, releaseId: string): BodyParts | undefined {
+  const { refs, ends, bytes } = plan
+  const n = refs.length
+  const parts = new Array<Buffer>(2 * n + 1)
+  let length = bytes.length
+  let at = 0
+  for (let i = 0; i < n; i++) {
+    const body = cache.hit!(refs[i]!)
+    if (body === undefined) return undefined
+    const data = dataOf(body, releaseId, body.etag)
+    parts[2 * i] = bytes.subarray(at, ends[i])
+    parts[2 * i + 1] = data
+    length += data.length
+    at = ends[i]!
+  }
+  parts[2 * n] = bytes.subarray(at)
+  return { etag: plan.etag, length, parts }
 }
 
 const DATA_PREFIX = Buffer.from('{"data":')
@@ -74,10 +132,11 @@ const DATA_PREFIX = Buffer.from('{"data":')
  * (bench/results/PROFILE.md); reading the files instead cost more than SQLite (about 130 µs each
  * through fs.promises). The bulk lookup is tested against the single one, cold and warm.
  */
-async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly string[]): Promise<BodyParts> {
+async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly string[]): Promise<{ answer: BodyParts; plan: SplicePlan | undefined }> {
   const { cache } = ctx
   const generation = cache.generation
-  const bodies: (Body | undefined)[] = hashes.map((h) => cache.get?.(`/api/v1/version-files/${h}`))
+  const keys = hashes.map((h) => `${SINGLE_PREFIX}${h}`)
+  const bodies: (Body | undefined)[] = keys.map((k) => cache.get?.(k))
   const missing = hashes.filter((_, i) => bodies[i] === undefined)
   if (missing.length > 0) {
     const found = new Map((await findVersionsByHashes(ctx.release.db, missing)).map((m) => [m.hash, m.json]))
@@ -85,20 +144,34 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
       const json = bodies[i] === undefined ? found.get(hash) : undefined
       if (json === undefined) continue
       const rendered = renderRawBody(json)
-      bodies[i] = cache.put?.(`/api/v1/version-files/${hash}`, rendered, generation) ?? rendered
+      bodies[i] = cache.put?.(keys[i]!, rendered, generation) ?? rendered
     }
   }
-  const known = hashes.filter((_, i) => bodies[i] !== undefined)
-  return spliceVersionsByHash(known, bodies.filter((b) => b !== undefined), ctx.release.id)
+  const known = hashes.flatMap((_, i) => (bodies[i] === undefined ? [] : [i]))
+  const knownBodies = known.map((i) => bodies[i]!)
+  const { answer, between, ends } = spliceVersionsByHash(
+    known.map((i) => hashes[i]!),
+    knownBodies,
+    ctx.release.id,
+  )
+  const refs = refsOf(cache, known.map((i) => keys[i]!))
+  const plan: SplicePlan | undefined = refs && {
+    bytes: between,
+    etag: answer.etag,
+    refs,
+    ends,
+    heapBytes: 256 + PLAN_HEAP_BYTES_PER_BODY * refs.length,
+  }
+  return { answer, plan }
 }
 
 /** The `<Version>` bytes of a single lookup's `{"data":<Version>}` body; anything else is a broken release. */
-function dataOf(body: Body, releaseId: string, hash: string): Buffer {
+function dataOf(body: Body, releaseId: string, what: string): Buffer {
   const bytes = body.bytes
   // Byte by byte in JavaScript: Buffer.compare's native call was 7% of a bulk lookup.
   let ok = bytes.length > DATA_PREFIX.length && bytes[bytes.length - 1] === 0x7d
   for (let i = 0; ok && i < DATA_PREFIX.length; i++) ok = bytes[i] === DATA_PREFIX[i]
-  if (!ok) throw new Error(`release ${releaseId}: /version-files/${hash} is not a {"data":...} body`)
+  if (!ok) throw new Error(`release ${releaseId}: a single lookup (${what}) is not a {"data":...} body`)
   return bytes.subarray(DATA_PREFIX.length, bytes.length - 1)
 }
 
@@ -132,11 +205,25 @@ async function handleVersionFile(input: RouteInput): Promise<void> {
   await sendStatic(input, `/version-files/${hash}`, `File with hash ${hash}`)
 }
 
-/** GET /version-files?hashes=: VersionsByHash of the files; unknown hashes left out. */
+/**
+ * GET /version-files?hashes=: VersionsByHash of the files; unknown hashes left out. A request asked
+ * before in this release is answered from its plan (SplicePlan) while the bodies it splices are
+ * kept; otherwise the query is read, the answer made, and its plan kept.
+ */
 async function handleVersionFiles(input: RouteInput): Promise<void> {
   const { ctx, event } = input
+  const { cache } = ctx
+  const key = answerCacheKey('hashes', input.search)
+  const plan = cache.get?.(key) as SplicePlan | undefined
+  const kept = plan && answerFromPlan(cache, plan, ctx.release.id)
+  if (kept) return sendBodyParts(event, kept, mutableCacheControl(ctx))
+  const generation = cache.generation
   const query = readQuery(input.search, versionFilesQuerySchema)
-  sendBodyParts(event, await renderVersionsByHash(ctx, uniqueHashes(query.hashes)), mutableCacheControl(ctx))
+  const made = await renderVersionsByHash(ctx, uniqueHashes(query.hashes))
+  // A plan with a body that left the cache is replaced by one that refers to the entries kept now.
+  if (plan && cache.get?.(key) === plan) cache.drop?.(key)
+  if (made.plan) cache.put?.(key, made.plan, generation)
+  sendBodyParts(event, made.answer, mutableCacheControl(ctx))
 }
 
 /**
@@ -164,7 +251,7 @@ async function cachedUpdate(ctx: RouteInput['ctx'], key: string, make: () => Pro
 async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
   const rawHash = input.params.hash!
-  const body = await cachedUpdate(ctx, updateCacheKey('update', JSON.stringify([rawHash, input.search])), async () => {
+  const body = await cachedUpdate(ctx, answerCacheKey('update', JSON.stringify([rawHash, input.search])), async () => {
     const query = readQuery(input.search, versionFileUpdateQuerySchema)
     const hash = readPathHash(rawHash, query.algorithm)
     const [match] = await findUpdatesByHashes(ctx.release.db, [hash], query)
@@ -177,7 +264,7 @@ async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
 /** GET /version-files/update?hashes=: VersionsByHash of each file's update; no match left out. */
 async function handleVersionFilesUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
-  const body = await cachedUpdate(ctx, updateCacheKey('updates', input.search), async () => {
+  const body = await cachedUpdate(ctx, answerCacheKey('updates', input.search), async () => {
     const query = readQuery(input.search, versionFilesUpdateQuerySchema)
     return renderVersionsByHashBody(await findUpdatesByHashes(ctx.release.db, uniqueHashes(query.hashes), query))
   })
