@@ -89,17 +89,6 @@ function spliceVersionsByHash(hashes: readonly string[], bodies: readonly Body[]
  */
 const PLAN_HEAP_BYTES_PER_BODY = 8 + 24 + 40
 
-/** The cache's entries of the bodies, or undefined when one of them is not kept (the cache had no room, or a release went live). */
-function refsOf(cache: StaticCache, keys: readonly string[]): KeptRef[] | undefined {
-  const refs: KeptRef[] = []
-  for (const key of keys) {
-    const ref = cache.refOf?.(key)
-    if (ref === undefined) return undefined
-    refs.push(ref)
-  }
-  return refs
-}
-
 /** The answer a plan describes, from the bodies in the cache now: undefined when one of them left it. */
 function answerFromPlan(cache: StaticCache, plan: SplicePlan, releaseId: string): BodyParts | undefined {
   const { refs, ends, bytes } = plan
@@ -136,7 +125,9 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   const { cache } = ctx
   const generation = cache.generation
   const keys = hashes.map((h) => `${SINGLE_PREFIX}${h}`)
-  const bodies: (Body | undefined)[] = keys.map((k) => cache.get?.(k))
+  // One lookup a key: the entry's reference, for the plan, and its body through it.
+  const refs = keys.map((k) => cache.refOf?.(k))
+  const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
   const missing = hashes.filter((_, i) => bodies[i] === undefined)
   if (missing.length > 0) {
     const found = new Map((await findVersionsByHashes(ctx.release.db, missing)).map((m) => [m.hash, m.json]))
@@ -145,23 +136,20 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
       if (json === undefined) continue
       const rendered = renderRawBody(json)
       bodies[i] = cache.put?.(keys[i]!, rendered, generation) ?? rendered
+      refs[i] = cache.refOf?.(keys[i]!)
     }
   }
   const known = hashes.flatMap((_, i) => (bodies[i] === undefined ? [] : [i]))
-  const knownBodies = known.map((i) => bodies[i]!)
   const { answer, between, ends } = spliceVersionsByHash(
     known.map((i) => hashes[i]!),
-    knownBodies,
+    known.map((i) => bodies[i]!),
     ctx.release.id,
   )
-  const refs = refsOf(cache, known.map((i) => keys[i]!))
-  const plan: SplicePlan | undefined = refs && {
-    bytes: between,
-    etag: answer.etag,
-    refs,
-    ends,
-    heapBytes: 256 + PLAN_HEAP_BYTES_PER_BODY * refs.length,
-  }
+  // A plan only when every body is kept (not when the cache had no room or a release went live).
+  const knownRefs = known.map((i) => refs[i])
+  const plan: SplicePlan | undefined = knownRefs.every((r) => r !== undefined)
+    ? { bytes: between, etag: answer.etag, refs: knownRefs as KeptRef[], ends, heapBytes: 256 + PLAN_HEAP_BYTES_PER_BODY * knownRefs.length }
+    : undefined
   return { answer, plan }
 }
 
