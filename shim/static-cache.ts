@@ -76,7 +76,7 @@ function ownBytes<B extends Body>(body: B): B {
 
 /** A kept value: a body, and the JavaScript heap of any fields a route keeps with it beyond bytes and ETag. */
 export interface KeptBody extends Body {
-  /** Counted against the bound with the body and ENTRY_OVERHEAD_BYTES (a plan's key strings). */
+  /** Counted against the bound with the body and ENTRY_OVERHEAD_BYTES (a plan's references and offsets). */
   heapBytes?: number
 }
 
