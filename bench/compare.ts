@@ -13,6 +13,8 @@ import { runWrk, type WrkRun } from './wrk.ts'
 export interface Contender {
   handle: ServerHandle
   listFile: string
+  /** Draw each request anew from the list's values (WrkOptions.mix) instead of replaying it. */
+  mix?: number
 }
 
 /** Load settings of a comparison. */
@@ -72,7 +74,7 @@ async function measureOnce(c: Contender, options: CompareOptions): Promise<WrkRu
   const cpu0 = readCpuSeconds([pid])
   const t0 = performance.now()
   try {
-    const run = await runWrk({ port: c.handle.port, listFile: c.listFile, ifNoneMatch: options.ifNoneMatch, connections: options.connections, durationSeconds: options.durationSeconds })
+    const run = await runWrk({ port: c.handle.port, listFile: c.listFile, ifNoneMatch: options.ifNoneMatch, connections: options.connections, durationSeconds: options.durationSeconds, mix: c.mix })
     const seconds = (performance.now() - t0) / 1000
     return { ...run, serverCpuPct: (100 * (readCpuSeconds([pid]) - cpu0)) / seconds }
   } finally {

@@ -20,6 +20,11 @@ export interface DynamicWorkload {
   distinct: number
   /** Answered in part or whole from the shim's static cache (bulk-hashes, bulk-update): measured again with CACHE_BYTES=0. */
   usesStaticCache?: boolean
+  /**
+   * Measured with every request new (bench/lua/mix.lua): this many values drawn afresh from the
+   * list's pool per request. The list itself is the warm-up.
+   */
+  mix?: number
 }
 
 /** Writes the request lists of every dynamic endpoint (`perEndpoint` distinct requests each). */
@@ -63,11 +68,22 @@ export async function createDynamicWorkloads(releaseDir: string, workDir: string
       ][i % 4]!
       lists['search-mix']!.lines.push(`/search?${search}`)
     }
-    return Object.entries(lists).map(([name, { description, lines }]) => {
+    const workloads = Object.entries(lists).map(([name, { description, lines }]): DynamicWorkload => {
       const listFile = path.join(workDir, `dynamic-${name}.tsv`)
       writeFileSync(listFile, lines.map((l) => `${API_PREFIX}${l}`).join('\n') + '\n')
       return { name, description, listFile, distinct: new Set(lines).size, usesStaticCache: name === 'bulk-hashes' || name === 'bulk-update' }
     })
+    // Mod lists nobody else sends: every request a new draw of 100 of bulk-hashes' hashes (their
+    // Zipf skew kept), so no plan is ever reused and the cache holds only single lookups for it.
+    const bulk = workloads.find((w) => w.name === 'bulk-hashes')!
+    const unique: DynamicWorkload = {
+      name: 'bulk-hashes-unique',
+      description: 'GET /version-files?hashes= 100 hashes drawn for each request from the hashes of bulk-hashes\' list (every request new)',
+      listFile: bulk.listFile,
+      distinct: bulk.distinct,
+      mix: 100,
+    }
+    return workloads.flatMap((w) => (w === bulk ? [w, unique] : [w]))
   } finally {
     await db.close()
   }

@@ -1,10 +1,12 @@
 /**
  * Dynamic endpoints of the shim: each workload at each concurrency, every request distinct within
- * a cycle of the list (a cycle repeats after `distinct` requests). The shim keeps no results of
- * queries: each request is one SQLite query batch, except bulk-hashes, which splices the
- * pre-rendered single lookups held in the static cache (measured again with that cache off, in
- * cli.ts). Each workload is first warmed by one pass over its list, as the static servers are, so
- * a run measures a serving process and not the page cache left cold by a build.
+ * a cycle of the list (a cycle repeats after `distinct` requests), or, for a mix workload, every
+ * request new. Each request is one SQLite query batch, except where the static cache answers:
+ * bulk-hashes splices the pre-rendered single lookups kept there and, once a request is asked
+ * again, answers it from its kept plan; bulk-update answers a repeated request from its kept answer
+ * (both measured again with that cache off, in cli.ts). Each workload is first warmed by passing
+ * over its list (warmUp), as the static servers are, so a run measures a serving process and not
+ * the page cache left cold by a build.
  */
 import { compareServers, type CompareOptions } from './compare.ts'
 import type { DynamicWorkload } from './dynamic-urls.ts'
@@ -32,8 +34,9 @@ export async function runDynamic(shim: ServerHandle, workloads: readonly Dynamic
     for (const connections of options.concurrencies) {
       const name = `${w.name}-c${connections}`
       options.log(`${name}:`)
-      const rows = await compareServers([{ handle: shim, listFile: w.listFile }], { ...options, connections, ifNoneMatch: false })
-      scenarios.push({ name, description: `${w.description} (${w.distinct} distinct requests, cycled)`, connections, durationSeconds: options.durationSeconds, rows })
+      const rows = await compareServers([{ handle: shim, listFile: w.listFile, mix: w.mix }], { ...options, connections, ifNoneMatch: false })
+      const how = w.mix === undefined ? `${w.distinct} distinct requests, cycled` : `no request asked twice; warmed by the ${w.distinct} requests of the list`
+      scenarios.push({ name, description: `${w.description} (${how})`, connections, durationSeconds: options.durationSeconds, rows })
     }
   }
   return { scenarios, skipped }
@@ -42,16 +45,21 @@ export async function runDynamic(shim: ServerHandle, workloads: readonly Dynamic
 /** Longest warm-up per workload: a workload too slow to pass over its list in this time is measured as it is. */
 const MAX_WARMUP_SECONDS = 60
 
-/** One pass over the workload's list at the highest concurrency (runs of warmupSeconds, continuing where the last stopped). */
+/**
+ * Passes over the workload's list at the highest concurrency (runs of warmupSeconds, continuing
+ * where the last stopped): one, or two for a workload whose answers the static cache keeps, which
+ * keeps an answer the second time it is asked (StaticCache.admit).
+ */
 async function warmUp(shim: ServerHandle, w: DynamicWorkload, options: DynamicOptions): Promise<void> {
   const connections = Math.max(...options.concurrencies)
+  const passes = w.usesStaticCache ? 2 : 1
   let requests = 0
-  for (let seconds = 0; requests < w.distinct && seconds < MAX_WARMUP_SECONDS; seconds += options.warmupSeconds) {
+  for (let seconds = 0; requests < passes * w.distinct && seconds < MAX_WARMUP_SECONDS; seconds += options.warmupSeconds) {
     const run = await runWrk({ port: shim.port, listFile: w.listFile, ifNoneMatch: false, connections, durationSeconds: options.warmupSeconds, offset: requests })
     if (run.errors > 0) throw new Error(`${w.name}: ${run.errors} errors during warm-up (${run.badStatus} bad statuses)`)
     requests += run.requests
   }
-  options.log(`  warm-up ${w.name}: ${requests} requests (${w.distinct} distinct)`)
+  options.log(`  warm-up ${w.name}: ${requests} requests (${w.distinct} distinct, ${passes} pass(es) wanted)`)
 }
 
 /** Before load: the first requests of the list must answer 200 (a 4xx/5xx run would measure errors). */

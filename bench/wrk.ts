@@ -7,7 +7,12 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 
-const LUA = path.join(path.dirname(fileURLToPath(import.meta.url)), 'lua', 'urls.lua')
+const LUA_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'lua')
+const LUA = path.join(LUA_DIR, 'urls.lua')
+const MIX_LUA = path.join(LUA_DIR, 'mix.lua')
+
+/** Seeds of mix runs: each run of the bench process gets its own, so no two runs share a request. */
+let mixRuns = 0
 
 /** wrk's summary as printed by the Lua `done` hook. */
 export const wrkSummarySchema = z.object({
@@ -44,18 +49,24 @@ export interface WrkOptions {
   durationSeconds: number
   /** Line of the list to start at (default 0: every measured run replays the same sequence). */
   offset?: number
+  /**
+   * Instead of replaying the list, each request draws this many distinct values of its list
+   * parameter from the list's pool (lua/mix.lua): every request new, none asked before.
+   */
+  mix?: number
 }
 
 /** Runs wrk once against 127.0.0.1:port. */
 export async function runWrk(options: WrkOptions): Promise<WrkRun> {
-  const args = [
-    '-t1', `-c${options.connections}`, `-d${options.durationSeconds}s`, '--timeout', '5s',
-    '-s', LUA, `http://127.0.0.1:${options.port}`, '--', options.listFile, options.ifNoneMatch ? 'inm' : '-', String(options.offset ?? 0),
-  ]
+  const script =
+    options.mix === undefined
+      ? [LUA, `http://127.0.0.1:${options.port}`, '--', options.listFile, options.ifNoneMatch ? 'inm' : '-', String(options.offset ?? 0)]
+      : [MIX_LUA, `http://127.0.0.1:${options.port}`, '--', options.listFile, String(options.mix), String(++mixRuns)]
+  const args = ['-t1', `-c${options.connections}`, `-d${options.durationSeconds}s`, '--timeout', '5s', '-s', ...script]
   // `times` after wrk prints the CPU its children used: wrk's own load on the shared cores.
-  const script = 'wrk "$@"; status=$?; times; exit $status'
+  const shell = 'wrk "$@"; status=$?; times; exit $status'
   const out = await new Promise<string>((resolve, reject) => {
-    const child = spawn('bash', ['-c', script, 'wrk', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn('bash', ['-c', shell, 'wrk', ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d))

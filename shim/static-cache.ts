@@ -54,6 +54,14 @@ export interface StaticCache {
   hit?(ref: KeptRef): KeptBody | undefined
   /** Forgets what is kept under a key (a plan to be replaced), if anything. */
   drop?(urlPath: string): void
+  /**
+   * Whether an answer (answerCacheKey's key) may be kept: true when the same key was asked before
+   * in this generation, recently (ADMISSION_KEYS). The first time, the key is only noted and false
+   * returned. A mod manager checking a modpack repeats its request, and the repeat is kept; a
+   * one-off list of installed files is never asked again, and keeping it would evict bodies that
+   * are (bench/results/PROFILE.md, Session 12). Optional like get: without it nothing is kept.
+   */
+  admit?(key: string): boolean
   /** Forgets every body (a new release went live) and starts a new generation. */
   clear(): void
   /** The live generation: read it before making a body for put(). */
@@ -112,6 +120,22 @@ export function answerCacheKey(kind: 'update' | 'updates' | 'hashes', target: st
   return `${kind}:${createHash('sha256').update(target).digest('base64url')}`
 }
 
+/**
+ * The doorkeeper of answers (StaticCache.admit): at most this many keys asked once are noted, in
+ * two halves (a key is found in either; when the newer half is full, the older is dropped), so a
+ * repeat is recognised within 16,384 to 32,768 other first-time answers. Fewer for a cache under
+ * 128 MB: one noted key per 4 KB of CACHE_BYTES.
+ */
+const ADMISSION_KEYS = 32_768
+const ADMISSION_BYTES_PER_KEY_SLOT = 4096
+
+/**
+ * What a noted key costs: its string (answerCacheKey's 50–51 characters) and its Set slot, 117–121
+ * bytes of JavaScript heap measured (`node --expose-gc`, 16,384 to 65,536 keys). The doorkeeper's
+ * whole capacity is taken from the bound, so CACHE_BYTES still bounds everything the cache holds.
+ */
+export const ADMISSION_KEY_BYTES = 128
+
 /** The file of a request path (`/api/v1/...`) in a release folder. */
 export function releaseFileOf(releaseDir: string, urlPath: string): string {
   return `${releaseDir}/public${urlPath}.json`
@@ -124,12 +148,20 @@ interface Entry extends KeptRef {
   used: boolean
 }
 
-/** Creates a cache holding at most maxBytes of bodies (each counted with ENTRY_OVERHEAD_BYTES). */
-export function createStaticCache(maxBytes: number): StaticCache {
+/**
+ * Creates a cache holding at most cacheBytes: its bodies (each counted with ENTRY_OVERHEAD_BYTES)
+ * and the doorkeeper's noted keys (ADMISSION_KEY_BYTES each, reserved whole).
+ */
+export function createStaticCache(cacheBytes: number): StaticCache {
   // Insertion order is the clock hand's order: the first entries are the oldest.
   const entries = new Map<string, Entry>()
   let bytes = 0
   let generation = 0
+  // Keys asked once, newer and older half (admit).
+  const halfKeys = Math.floor(Math.min(ADMISSION_KEYS, cacheBytes / ADMISSION_BYTES_PER_KEY_SLOT) / 2)
+  let askedOnce = new Set<string>()
+  let askedOnceBefore = new Set<string>()
+  const maxBytes = cacheBytes - 2 * halfKeys * ADMISSION_KEY_BYTES
   const evict = (): void => {
     for (const [key, entry] of entries) {
       if (bytes <= maxBytes) break
@@ -179,6 +211,16 @@ export function createStaticCache(maxBytes: number): StaticCache {
       bytes -= sizeOf(entry.kept!)
       entry.kept = undefined
     },
+    admit(key) {
+      if (askedOnce.delete(key) || askedOnceBefore.delete(key)) return true
+      if (halfKeys === 0) return false
+      if (askedOnce.size >= halfKeys) {
+        askedOnceBefore = askedOnce
+        askedOnce = new Set()
+      }
+      askedOnce.add(key)
+      return false
+    },
     async read(releaseDir, urlPath) {
       const hit = get(urlPath)
       if (hit) return hit
@@ -196,6 +238,8 @@ export function createStaticCache(maxBytes: number): StaticCache {
     clear() {
       for (const entry of entries.values()) entry.kept = undefined
       entries.clear()
+      askedOnce.clear()
+      askedOnceBefore.clear()
       bytes = 0
       generation++
     },

@@ -218,7 +218,7 @@ describe('GET /version-files?hashes=', () => {
     cache.clear()
   })
 
-  it('answers a request asked before from its kept plan, without reading the query, looking up keys or SQLite, and makes it again when a body leaves the cache', async () => {
+  it('keeps the plan of a request asked a second time, answers repeats from it without reading the query, looking up keys or SQLite, and makes it again when a body leaves the cache', async () => {
     const { cache, release } = server.ctx
     const hashes = [...byHash.keys()].slice(0, 40)
     const search = `hashes=${hashes.join(',')}`
@@ -230,6 +230,9 @@ describe('GET /version-files?hashes=', () => {
     cache.clear()
     const first = await ask()
     expect(Object.keys(byHashSchema.parse(JSON.parse(first.text)).data)).toEqual(hashes)
+    // Asked once, the request is only noted: a one-off list keeps no plan.
+    expect(cache.get!(planKey)).toBeUndefined()
+    expect(await ask()).toEqual(first)
     expect(cache.get!(planKey)).toBeDefined()
     const queries = vi.spyOn(release.db, 'all')
     const gets = vi.spyOn(cache, 'get')
@@ -328,7 +331,7 @@ describe('update matching', () => {
     expect(bulk.data).toEqual({})
   })
 
-  it('answers a request asked before from the static cache, keyed by its exact text; refusals and 404s are not kept', async () => {
+  it('keeps an answer asked a second time in the static cache, keyed by its exact text, and answers repeats from it; refusals and 404s are not kept', async () => {
     const { cache } = server.ctx
     const hashes = [...byHash.keys()].slice(0, 30)
     const search = `hashes=${hashes.join(',')}&loader=fabric&channel=stable`
@@ -336,11 +339,12 @@ describe('update matching', () => {
     const first = await server.get(`/version-files/update?${search}`)
     const text = await first.text()
     expect(Object.keys(byHashSchema.parse(JSON.parse(text)).data).length).toBeGreaterThan(0)
-    // Kept under its key with the bytes and ETag sent; the same request again is the same answer.
-    expect(cache.get!(answerCacheKey('updates', search))?.bytes.toString()).toBe(text)
-    expect(cache.get!(answerCacheKey('updates', search))?.etag).toBe(first.headers.get('etag'))
+    // Asked once: only noted. Asked again: the same answer, kept under its key with the bytes and ETag sent.
+    expect(cache.get!(answerCacheKey('updates', search))).toBeUndefined()
     const again = await server.get(`/version-files/update?${search}`)
     expect([await again.text(), again.headers.get('etag'), again.headers.get('cache-control')]).toEqual([text, first.headers.get('etag'), first.headers.get('cache-control')])
+    expect(cache.get!(answerCacheKey('updates', search))?.bytes.toString()).toBe(text)
+    expect(cache.get!(answerCacheKey('updates', search))?.etag).toBe(first.headers.get('etag'))
     const notModified = await server.get(`/version-files/update?${search}`, { headers: { 'If-None-Match': first.headers.get('etag')! } })
     expect([notModified.status, await notModified.text()]).toEqual([304, ''])
     // The kept body is what answers, without SQL; another spelling of the request has a key of its
@@ -362,6 +366,8 @@ describe('update matching', () => {
     const hash = hashes.find((h) => expectedUpdate(h, { channel: ['stable'] }))!
     const single = await (await server.get(`/version-files/${hash}/update?channel=stable`)).text()
     expect(singleSchema.parse(JSON.parse(single)).data.id).toBe(expectedUpdate(hash, { channel: ['stable'] })!.id)
+    expect(cache.get!(answerCacheKey('update', JSON.stringify([hash, 'channel=stable'])))).toBeUndefined()
+    expect(await (await server.get(`/version-files/${hash}/update?channel=stable`)).text()).toBe(single)
     expect(cache.get!(answerCacheKey('update', JSON.stringify([hash, 'channel=stable'])))?.bytes.toString()).toBe(single)
     // 404s and 422s keep nothing, and stay what they are when asked again.
     const size = cache.size

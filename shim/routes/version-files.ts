@@ -1,10 +1,10 @@
 /**
  * Routes of version files (SPEC.md §4 "Files and hash lookup"): identify installed files by hash
  * (single and bulk) and find their updates (single and bulk). Single and bulk update matching run
- * the same query (findUpdatesByHashes), so they agree on every input; their answers are kept in the
- * static cache for the live release, so a repeated check does not run it again (cachedUpdate). A
- * bulk hash lookup keeps the plan of its answer there (SplicePlan), so a repeated one splices the
- * kept single lookups without reading its query again.
+ * the same query (findUpdatesByHashes), so they agree on every input; an answer asked for a second
+ * time is kept in the static cache for the live release, so a repeated check does not run it again
+ * (cachedUpdate). A bulk hash lookup keeps the plan of its answer there (SplicePlan), so a repeated
+ * one splices the kept single lookups without reading its query again.
  */
 import { createBody, renderRawBody, type Body } from '../../build/render/body.ts'
 import type { z } from 'zod'
@@ -196,7 +196,8 @@ async function handleVersionFile(input: RouteInput): Promise<void> {
 /**
  * GET /version-files?hashes=: VersionsByHash of the files; unknown hashes left out. A request asked
  * before in this release is answered from its plan (SplicePlan) while the bodies it splices are
- * kept; otherwise the query is read, the answer made, and its plan kept.
+ * kept; otherwise the query is read and the answer made, and its plan is kept from the second time
+ * the request is asked (StaticCache.admit).
  */
 async function handleVersionFiles(input: RouteInput): Promise<void> {
   const { ctx, event } = input
@@ -208,18 +209,20 @@ async function handleVersionFiles(input: RouteInput): Promise<void> {
   const generation = cache.generation
   const query = readQuery(input.search, versionFilesQuerySchema)
   const made = await renderVersionsByHash(ctx, uniqueHashes(query.hashes))
-  // A plan with a body that left the cache is replaced by one that refers to the entries kept now.
+  // A plan with a body that left the cache is replaced by one that refers to the entries kept now;
+  // a request asked for the first time is only noted (admit), and its plan kept when it comes again.
   if (plan && cache.get?.(key) === plan) cache.drop?.(key)
-  if (made.plan) cache.put?.(key, made.plan, generation)
+  if (made.plan && (plan !== undefined || cache.admit?.(key) === true)) cache.put?.(key, made.plan, generation)
   sendBodyParts(event, made.answer, mutableCacheControl(ctx))
 }
 
 /**
  * An update-matching answer through the static cache: a request asked before in this release is
- * answered with the body kept for it, without SQLite; otherwise `make` runs the query and its body is
- * kept (unless a release swap happened meanwhile: the cache's generation). A mod manager checking a
- * modpack sends the same hashes and filters as every other user of that modpack, so the same
- * request comes again and again. The entries share CACHE_BYTES and its CLOCK eviction with the
+ * answered with the body kept for it, without SQLite; otherwise `make` runs the query, and its body
+ * is kept the second time it is asked (StaticCache.admit; not when a release swap happened meanwhile:
+ * the cache's generation). A mod manager checking a modpack sends the same hashes and filters as
+ * every other user of that modpack, so the same request comes again and again, while a one-off list
+ * of installed files would only take the place of answers that are asked for. The entries share CACHE_BYTES and its CLOCK eviction with the
  * static bodies (their memory is bounded by the same limit, ENTRY_OVERHEAD_BYTES included), they are
  * dropped with them when a new release goes live, and with CACHE_BYTES=0 every request runs its
  * query (bench/results/serve.md measures both). Only answers are kept: a request `make` refuses
@@ -232,7 +235,8 @@ async function cachedUpdate(ctx: RouteInput['ctx'], key: string, make: () => Pro
   if (kept !== undefined) return kept
   const generation = cache.generation
   const body = await make()
-  return cache.put?.(key, body, generation) ?? body
+  // Kept when asked again (admit): a one-off check would only evict what others ask for.
+  return cache.admit?.(key) === true ? (cache.put?.(key, body, generation) ?? body) : body
 }
 
 /** GET /version-files/{hash}/update: the newest matching version of the file's project; 404 when none. */
