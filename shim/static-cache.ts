@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createBody, type Body } from '../build/render/body.ts'
+import { createDoorkeeper } from './doorkeeper.ts'
 
 /**
  * What an entry costs beside its body's bytes, in RSS: the key, the Map slot, the entry, the Body,
@@ -56,10 +57,13 @@ export interface StaticCache {
   drop?(urlPath: string): void
   /**
    * Whether an answer (answerCacheKey's key) may be kept: true when the same key was asked before
-   * in this generation, recently (ADMISSION_KEYS). The first time, the key is only noted and false
-   * returned. A mod manager checking a modpack repeats its request, and the repeat is kept; a
-   * one-off list of installed files is never asked again, and keeping it would evict bodies that
-   * are (bench/results/PROFILE.md, Session 12). Optional like get: without it nothing is kept.
+   * in this generation, recently (shim/doorkeeper.ts: while fewer than 16,384 other first-time keys
+   * came after it). The first time, the key is only noted and false returned. A mod manager
+   * checking a modpack repeats its request, and the repeat is kept; a one-off list of installed
+   * files is never asked again, and keeping it would evict bodies that are: at the large catalog,
+   * one-off bulk lookups at 32 in flight took 1.5–1.7 ms of CPU each with their plans kept, and
+   * 0.7–0.9 ms without (bench/results/PROFILE.md, Session 12). Optional like get: without it
+   * nothing is kept.
    */
   admit?(key: string): boolean
   /** Forgets every body (a new release went live) and starts a new generation. */
@@ -120,22 +124,6 @@ export function answerCacheKey(kind: 'update' | 'updates' | 'hashes', target: st
   return `${kind}:${createHash('sha256').update(target).digest('base64url')}`
 }
 
-/**
- * The doorkeeper of answers (StaticCache.admit): at most this many keys asked once are noted, in
- * two halves (a key is found in either; when the newer half is full, the older is dropped), so a
- * repeat is recognised within 16,384 to 32,768 other first-time answers. Fewer for a cache under
- * 128 MB: one noted key per 4 KB of CACHE_BYTES.
- */
-const ADMISSION_KEYS = 32_768
-const ADMISSION_BYTES_PER_KEY_SLOT = 4096
-
-/**
- * What a noted key costs: its string (answerCacheKey's 50–51 characters) and its Set slot, 117–121
- * bytes of JavaScript heap measured (`node --expose-gc`, 16,384 to 65,536 keys). The doorkeeper's
- * whole capacity is taken from the bound, so CACHE_BYTES still bounds everything the cache holds.
- */
-export const ADMISSION_KEY_BYTES = 128
-
 /** The file of a request path (`/api/v1/...`) in a release folder. */
 export function releaseFileOf(releaseDir: string, urlPath: string): string {
   return `${releaseDir}/public${urlPath}.json`
@@ -149,19 +137,15 @@ interface Entry extends KeptRef {
 }
 
 /**
- * Creates a cache holding at most cacheBytes: its bodies (each counted with ENTRY_OVERHEAD_BYTES)
- * and the doorkeeper's noted keys (ADMISSION_KEY_BYTES each, reserved whole).
+ * Creates a cache holding at most maxBytes of bodies (each counted with ENTRY_OVERHEAD_BYTES), and
+ * its doorkeeper of answers (64 KB, shim/doorkeeper.ts).
  */
-export function createStaticCache(cacheBytes: number): StaticCache {
+export function createStaticCache(maxBytes: number): StaticCache {
   // Insertion order is the clock hand's order: the first entries are the oldest.
   const entries = new Map<string, Entry>()
   let bytes = 0
   let generation = 0
-  // Keys asked once, newer and older half (admit).
-  const halfKeys = Math.floor(Math.min(ADMISSION_KEYS, cacheBytes / ADMISSION_BYTES_PER_KEY_SLOT) / 2)
-  let askedOnce = new Set<string>()
-  let askedOnceBefore = new Set<string>()
-  const maxBytes = cacheBytes - 2 * halfKeys * ADMISSION_KEY_BYTES
+  const doorkeeper = createDoorkeeper()
   const evict = (): void => {
     for (const [key, entry] of entries) {
       if (bytes <= maxBytes) break
@@ -211,16 +195,7 @@ export function createStaticCache(cacheBytes: number): StaticCache {
       bytes -= sizeOf(entry.kept!)
       entry.kept = undefined
     },
-    admit(key) {
-      if (askedOnce.delete(key) || askedOnceBefore.delete(key)) return true
-      if (halfKeys === 0) return false
-      if (askedOnce.size >= halfKeys) {
-        askedOnceBefore = askedOnce
-        askedOnce = new Set()
-      }
-      askedOnce.add(key)
-      return false
-    },
+    admit: (key) => doorkeeper.seen(key),
     async read(releaseDir, urlPath) {
       const hit = get(urlPath)
       if (hit) return hit
@@ -238,8 +213,7 @@ export function createStaticCache(cacheBytes: number): StaticCache {
     clear() {
       for (const entry of entries.values()) entry.kept = undefined
       entries.clear()
-      askedOnce.clear()
-      askedOnceBefore.clear()
+      doorkeeper.clear()
       bytes = 0
       generation++
     },
