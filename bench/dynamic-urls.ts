@@ -21,7 +21,7 @@ export interface DynamicWorkload {
   /** Answered in part or whole from the shim's static cache (bulk-hashes, bulk-update): measured again with CACHE_BYTES=0. */
   usesStaticCache?: boolean
   /**
-   * Measured with every request new (bench/lua/mix.lua): this many values drawn afresh from the
+   * Measured with every request new (bench/lua/urls.lua, mix mode): this many values drawn afresh from the
    * list's pool per request. The list itself is the warm-up.
    */
   mix?: number

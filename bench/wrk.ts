@@ -7,9 +7,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 
-const LUA_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'lua')
-const LUA = path.join(LUA_DIR, 'urls.lua')
-const MIX_LUA = path.join(LUA_DIR, 'mix.lua')
+const LUA = path.join(path.dirname(fileURLToPath(import.meta.url)), 'lua', 'urls.lua')
 
 /** Seeds of mix runs: each run of the bench process gets its own, so no two runs share a request. */
 let mixRuns = 0
@@ -51,18 +49,21 @@ export interface WrkOptions {
   offset?: number
   /**
    * Instead of replaying the list, each request draws this many distinct values of its list
-   * parameter from the list's pool (lua/mix.lua): every request new, none asked before.
+   * parameter from the list's pool (lua/urls.lua's mix mode): every request new, none asked before.
    */
   mix?: number
 }
 
 /** Runs wrk once against 127.0.0.1:port. */
 export async function runWrk(options: WrkOptions): Promise<WrkRun> {
-  const script =
+  const scriptArgs =
     options.mix === undefined
-      ? [LUA, `http://127.0.0.1:${options.port}`, '--', options.listFile, options.ifNoneMatch ? 'inm' : '-', String(options.offset ?? 0)]
-      : [MIX_LUA, `http://127.0.0.1:${options.port}`, '--', options.listFile, String(options.mix), String(++mixRuns)]
-  const args = ['-t1', `-c${options.connections}`, `-d${options.durationSeconds}s`, '--timeout', '5s', '-s', ...script]
+      ? [options.ifNoneMatch ? 'inm' : '-', String(options.offset ?? 0)]
+      : ['mix', String(options.mix), String(++mixRuns)]
+  const args = [
+    '-t1', `-c${options.connections}`, `-d${options.durationSeconds}s`, '--timeout', '5s',
+    '-s', LUA, `http://127.0.0.1:${options.port}`, '--', options.listFile, ...scriptArgs,
+  ]
   // `times` after wrk prints the CPU its children used: wrk's own load on the shared cores.
   const shell = 'wrk "$@"; status=$?; times; exit $status'
   const out = await new Promise<string>((resolve, reject) => {
