@@ -73,14 +73,38 @@ function spliceVersionsByHash(hashes: readonly string[], bodies: readonly Body[]
   text += hashes.length === 0 ? '{"data":{}}' : '}}'
   // Hex hashes and ASCII punctuation: one byte per character.
   const between = Buffer.from(text, 'latin1')
-  const parts: Buffer[] = []
+  const spliced = spliceParts(between, ends, (i) => bodies[i], releaseId, hashes)!
+  return { answer: createDerivedBodyParts(spliced.parts, identity), between, ends }
+}
+
+/**
+ * The parts of a VersionsByHash answer: the text between the versions (`between`, cut at `ends`)
+ * and, in turn, the `<Version>` bytes of each single lookup `bodyAt` gives; undefined when it gives
+ * none for one of them (a plan's body that left the cache). `hashes` name the bodies in the error
+ * of a broken release (their ETags otherwise).
+ */
+function spliceParts(
+  between: Buffer,
+  ends: readonly number[],
+  bodyAt: (i: number) => Body | undefined,
+  releaseId: string,
+  hashes?: readonly string[],
+): { parts: Buffer[]; length: number } | undefined {
+  const n = ends.length
+  const parts = new Array<Buffer>(2 * n + 1)
+  let length = between.length
   let at = 0
-  for (const [i, hash] of hashes.entries()) {
-    parts.push(between.subarray(at, ends[i]), dataOf(bodies[i]!, releaseId, hash))
+  for (let i = 0; i < n; i++) {
+    const body = bodyAt(i)
+    if (body === undefined) return undefined
+    const data = dataOf(body, releaseId, hashes?.[i] ?? body.etag)
+    parts[2 * i] = between.subarray(at, ends[i])
+    parts[2 * i + 1] = data
+    length += data.length
     at = ends[i]!
   }
-  parts.push(between.subarray(at))
-  return { answer: createDerivedBodyParts(parts, identity), between, ends }
+  parts[2 * n] = between.subarray(at)
+  return { parts, length }
 }
 
 /**
@@ -91,22 +115,8 @@ const PLAN_HEAP_BYTES_PER_BODY = 8 + 24 + 40
 
 /** The answer a plan describes, from the bodies in the cache now: undefined when one of them left it. */
 function answerFromPlan(cache: StaticCache, plan: SplicePlan, releaseId: string): BodyParts | undefined {
-  const { refs, ends, bytes } = plan
-  const n = refs.length
-  const parts = new Array<Buffer>(2 * n + 1)
-  let length = bytes.length
-  let at = 0
-  for (let i = 0; i < n; i++) {
-    const body = cache.hit!(refs[i]!)
-    if (body === undefined) return undefined
-    const data = dataOf(body, releaseId, body.etag)
-    parts[2 * i] = bytes.subarray(at, ends[i])
-    parts[2 * i + 1] = data
-    length += data.length
-    at = ends[i]!
-  }
-  parts[2 * n] = bytes.subarray(at)
-  return { etag: plan.etag, length, parts }
+  const spliced = spliceParts(plan.bytes, plan.ends, (i) => cache.hit!(plan.refs[i]!), releaseId)
+  return spliced && { etag: plan.etag, ...spliced }
 }
 
 const DATA_PREFIX = Buffer.from('{"data":')
