@@ -2,7 +2,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createShimListener } from './app.ts'
-import { resolveShimOptions } from './config.ts'
+import { resolveShimOptions, threadPoolWarning } from './config.ts'
 import { createShimContext } from './context.ts'
 import { checkHeapLimit } from './heap.ts'
 import { configureServer } from './server.ts'
@@ -13,6 +13,8 @@ if (heapProblem) {
   process.stderr.write(`Not starting: ${heapProblem}\n`)
   process.exit(1)
 }
+const poolWarning = threadPoolWarning(options.readConnections, process.env)
+if (poolWarning) process.stderr.write(`Warning: ${poolWarning}\n`)
 const ctx = await createShimContext(options)
 // A bare node:http server: listhen's shutdown hook added a 'request' and a 'finish' listener per
 // request, measurably slower in an A/B run (bench/results/PROFILE.md), for a feature the CLI never used.

@@ -16,6 +16,8 @@ export interface ShimOptions {
   trustedProxies: string[]
   /** Bytes of static bodies kept in memory. */
   cacheBytes: number
+  /** Read connections to the live catalog database; up to this many queries run at once. */
+  readConnections: number
   /** How often the `current` pointer is checked for a new release (ms; 0 = never). */
   releasePollMs: number
   /** max-age of mutable JSON, seconds. */
@@ -49,6 +51,23 @@ export interface ShimOptions {
   downloadDrain: boolean
 }
 
+/**
+ * The most read connections: each query holds one of libuv's threads (UV_THREADPOOL_SIZE, 4 unless
+ * set) while it runs, and file reads and the download counter need that pool too.
+ */
+export const MAX_READ_CONNECTIONS = 16
+
+/**
+ * A warning when READ_CONNECTIONS would take all of libuv's threads (UV_THREADPOOL_SIZE, 4 unless
+ * set): queries running on every connection at once would keep file reads and the download counter
+ * waiting. Null when two threads stay free.
+ */
+export function threadPoolWarning(readConnections: number, env: Record<string, string | undefined>): string | null {
+  const threads = Number(env.UV_THREADPOOL_SIZE) || 4
+  if (readConnections + 2 <= threads) return null
+  return `READ_CONNECTIONS=${readConnections} leaves ${Math.max(0, threads - readConnections)} of libuv's ${threads} threads for file reads and the download counter: set UV_THREADPOOL_SIZE=${readConnections + 2} (README, "Configuration")`
+}
+
 /** Default shim options. */
 export const shimDefaults = {
   host: '0.0.0.0',
@@ -57,6 +76,7 @@ export const shimDefaults = {
   rateLimit: 120,
   rateWindowSeconds: 60,
   cacheBytes: 128 * 1024 * 1024,
+  readConnections: 2,
   releasePollMs: 2000,
   maxAge: 60,
   staleWhileRevalidate: 600,
@@ -79,6 +99,7 @@ export function resolveShimOptions(
     rateWindowSeconds: overrides.rateWindowSeconds ?? envInt(env, 'RATE_WINDOW_SECONDS', shimDefaults.rateWindowSeconds, 1),
     trustedProxies: overrides.trustedProxies ?? (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     cacheBytes: overrides.cacheBytes ?? envInt(env, 'CACHE_BYTES', shimDefaults.cacheBytes, 0),
+    readConnections: overrides.readConnections ?? envInt(env, 'READ_CONNECTIONS', shimDefaults.readConnections, 1, MAX_READ_CONNECTIONS),
     releasePollMs: overrides.releasePollMs ?? envInt(env, 'RELEASE_POLL_MS', shimDefaults.releasePollMs, 0),
     maxAge: overrides.maxAge ?? envInt(env, 'MAX_AGE', shimDefaults.maxAge, 0),
     staleWhileRevalidate: overrides.staleWhileRevalidate ?? envInt(env, 'STALE_WHILE_REVALIDATE', shimDefaults.staleWhileRevalidate, 0),

@@ -4,7 +4,7 @@
  */
 import { existsSync, realpathSync } from 'node:fs'
 import path from 'node:path'
-import { openDb, type Db } from '../build/db/sqlite.ts'
+import { createDbPool, openDb, type Db } from '../build/db/sqlite.ts'
 import { createBody } from '../build/render/body.ts'
 import type { StaticCache } from './static-cache.ts'
 
@@ -21,16 +21,29 @@ export interface Release {
 }
 
 /**
- * Opens a catalog database read-only, with SQLite's default page cache (2,000 KiB). Bulk hash
- * lookups and update matching descend four indexes per hash through 8 KB pages, and 8 MB kept those
- * indexes' interior pages (bulk update 2.2 → 2.0 ms of CPU per 100-hash request at the large
- * catalog, interleaved A/B; 16 MB no better). But the cache counts in RSS, outside the JS heap, and
- * with 8 MB the full benchmark measured the shim at 301 MB under all load, over the 300 MB goal
- * (289 MB in a shorter run; 282–284 MB with the default): the memory bound is kept, the 9% is not
- * (bench/results/PROFILE.md, "Session 5" and "Session 6").
+ * Opens a catalog database read-only: `connections` connections behind one Db (createDbPool), so a
+ * query does not wait for another to finish while one of them is free. Each connection runs its
+ * queries on its own thread: with two, queries use both cores of this machine, and a long one (a
+ * search, a cold bulk lookup) no longer holds up every lookup behind it. At the large catalog with
+ * the cache off, 32 in flight, two connections answered 1.4–1.6× the requests of one, p99 −35–45%
+ * (bench/results/PROFILE.md, "Session 13").
+ *
+ * Each connection has SQLite's default page cache (2,000 KiB). Bulk hash lookups and update matching
+ * descend four indexes per hash through 8 KB pages, and 8 MB kept those indexes' interior pages
+ * (bulk update 2.2 → 2.0 ms of CPU per 100-hash request at the large catalog, interleaved A/B; 16 MB
+ * no better). But the cache counts in RSS, outside the JS heap, and with 8 MB the full benchmark
+ * measured the shim at 301 MB under all load, over the 300 MB goal (289 MB in a shorter run; 282–284
+ * MB with the default): the memory bound is kept, the 9% is not (bench/results/PROFILE.md, "Session
+ * 5" and "Session 6").
  */
-function openCatalog(file: string): Promise<Db> {
-  return openDb(file, { readonly: true })
+async function openCatalog(file: string, connections: number): Promise<Db> {
+  const opened = await Promise.allSettled(Array.from({ length: connections }, () => openDb(file, { readonly: true })))
+  const failed = opened.find((o) => o.status === 'rejected')
+  if (failed) {
+    await Promise.allSettled(opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value.close()] : [])))
+    throw (failed as PromiseRejectedResult).reason
+  }
+  return createDbPool(opened.map((o) => (o as PromiseFulfilledResult<Db>).value))
 }
 
 /** Real path of the release `current` points to, or null when there is none yet. */
@@ -40,11 +53,11 @@ export function resolveLiveRelease(distDir: string): string | null {
   return realpathSync(pointer)
 }
 
-/** Opens the live release; fails with a message naming the fix when nothing was built. */
-export async function openRelease(distDir: string): Promise<Release> {
+/** Opens the live release with `connections` read connections; fails with a message naming the fix when nothing was built. */
+export async function openRelease(distDir: string, connections = 1): Promise<Release> {
   const dir = resolveLiveRelease(distDir)
   if (!dir) throw new Error(`no release in ${distDir}: run \`npm run build\` first`)
-  const db = await openCatalog(path.join(dir, 'catalog.sqlite'))
+  const db = await openCatalog(path.join(dir, 'catalog.sqlite'), connections)
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
   return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, game }
 }
@@ -54,9 +67,9 @@ export async function openRelease(distDir: string): Promise<Release> {
  * exists on no disk, so file lookups (objects, /mirror) find nothing; static bodies come from the
  * snapshot's tables through createSnapshotStatic.
  */
-export async function openSnapshot(file: string): Promise<Release> {
+export async function openSnapshot(file: string, connections = 1): Promise<Release> {
   const real = realpathSync(file)
-  const db = await openCatalog(real)
+  const db = await openCatalog(real, connections)
   const format = await db.get<{ value: string }>(`SELECT value FROM snapshot_info WHERE key = 'format'`).catch(() => undefined)
   if (!format) {
     await db.close()

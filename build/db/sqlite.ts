@@ -99,3 +99,43 @@ function wrapStatement(stmt: sqlite3.Statement): Statement {
     finalize: () => new Promise((resolve) => stmt.finalize(() => resolve())),
   }
 }
+
+/**
+ * Several read connections to one database file behind one Db: each query goes to the connection
+ * with the fewest queries in flight (the first of those), so up to `dbs.length` queries run at once,
+ * each on its connection's own SQLite thread. For read-only use: a statement prepared on the pool
+ * stays on one connection, and `raw` is the first connection's.
+ */
+export function createDbPool(dbs: readonly Db[]): Db {
+  if (dbs.length === 0) throw new Error('a pool needs at least one connection')
+  if (dbs.length === 1) return dbs[0]!
+  const inFlight = dbs.map(() => 0)
+  const pick = (): number => {
+    let best = 0
+    for (let i = 1; i < dbs.length; i++) if (inFlight[i]! < inFlight[best]!) best = i
+    return best
+  }
+  const on = async <T>(call: (db: Db) => Promise<T>): Promise<T> => {
+    const i = pick()
+    inFlight[i]!++
+    try {
+      return await call(dbs[i]!)
+    } finally {
+      inFlight[i]!--
+    }
+  }
+  return {
+    raw: dbs[0]!.raw,
+    file: dbs[0]!.file,
+    run: (sql, params) => on((db) => db.run(sql, params)),
+    all: <T>(sql: string, params?: SqlParams) => on((db) => db.all<T>(sql, params)),
+    get: <T>(sql: string, params?: SqlParams) => on((db) => db.get<T>(sql, params)),
+    exec: (sql) => on((db) => db.exec(sql)),
+    prepare: (sql) => dbs[pick()]!.prepare(sql),
+    close: async () => {
+      const results = await Promise.allSettled(dbs.map((db) => db.close()))
+      const failed = results.find((r) => r.status === 'rejected')
+      if (failed) throw (failed as PromiseRejectedResult).reason
+    },
+  }
+}

@@ -1,0 +1,175 @@
+/**
+ * The shim's read connections (READ_CONNECTIONS, createDbPool): each query goes to the connection
+ * with the fewest in flight, so a long query does not hold up the others, on a real SQLite file and
+ * through the real server.
+ */
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { createDbPool, openDb, type Db, type SqlParams } from '../build/db/sqlite.ts'
+import { resolveShimOptions, shimDefaults, threadPoolWarning } from '../shim/config.ts'
+import { startServer, type TestServer } from './harness.ts'
+
+/** A Db whose queries wait until the test settles them, recording what each connection was asked. */
+function heldDb(name: string, log: string[]): Db & { settle(fail?: boolean): void; closed: boolean } {
+  const pending: { resolve: (v: unknown) => void; reject: (e: Error) => void }[] = []
+  const held = <T>(sql: string): Promise<T> => {
+    log.push(`${name}:${sql}`)
+    return new Promise<T>((resolve, reject) => pending.push({ resolve: resolve as (v: unknown) => void, reject }))
+  }
+  const db = {
+    raw: null as never,
+    file: name,
+    closed: false,
+    run: (sql: string) => held<{ changes: number; lastID: number }>(sql),
+    all: <T>(sql: string, _params?: SqlParams) => held<T[]>(sql),
+    get: <T>(sql: string, _params?: SqlParams) => held<T | undefined>(sql),
+    exec: (sql: string) => held<void>(sql),
+    prepare: () => Promise.reject(new Error('not used')),
+    close: async () => {
+      db.closed = true
+    },
+    settle(fail = false) {
+      const next = pending.shift()!
+      if (fail) next.reject(new Error(`${name} failed`))
+      else next.resolve([])
+    },
+  }
+  return db
+}
+
+const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+describe('createDbPool', () => {
+  it('sends each query to the connection with the fewest in flight, the first of those on a tie', async () => {
+    const log: string[] = []
+    const a = heldDb('a', log)
+    const b = heldDb('b', log)
+    const pool = createDbPool([a, b])
+    const q1 = pool.all('q1')
+    const q2 = pool.get('q2')
+    const q3 = pool.all('q3')
+    expect(log).toEqual(['a:q1', 'b:q2', 'a:q3'])
+    // b finishes: it has none in flight, a has two.
+    b.settle()
+    await q2
+    void pool.run('q4')
+    expect(log.at(-1)).toBe('b:q4')
+    // A failed query frees its connection as well.
+    a.settle(true)
+    await expect(q1).rejects.toThrow('a failed')
+    void pool.exec('q5')
+    expect(log.at(-1)).toBe('a:q5')
+    a.settle()
+    await q3
+    await tick()
+    void pool.all('q6')
+    expect(log.at(-1)).toBe('a:q6')
+    await pool.close()
+    expect([a.closed, b.closed]).toEqual([true, true])
+  })
+
+  it('is the connection itself when there is one, and refuses none', () => {
+    const only = heldDb('only', [])
+    expect(createDbPool([only])).toBe(only)
+    expect(() => createDbPool([])).toThrow('a pool needs at least one connection')
+  })
+
+  describe('on a real SQLite file', () => {
+    let dir: string
+    let file: string
+    beforeAll(async () => {
+      dir = mkdtempSync(path.join(os.tmpdir(), 'read-pool-'))
+      file = path.join(dir, 'catalog.sqlite')
+      const db = await openDb(file)
+      await db.exec(`CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1), (2), (3);`)
+      await db.close()
+    })
+    afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+    /** Which of a long query and a short one sent after it finishes first, on `connections` connections. */
+    async function finishOrder(connections: number): Promise<string[]> {
+      const pool = createDbPool(await Promise.all(Array.from({ length: connections }, () => openDb(file, { readonly: true }))))
+      const order: string[] = []
+      // About half a second of SQLite work in one step, on whichever connection takes it.
+      const long = pool
+        .get<{ n: number }>(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 4000000) SELECT count(*) AS n FROM c`)
+        .then((row) => order.push(`long ${row!.n}`))
+      const short = pool.get<{ n: number }>(`SELECT sum(n) AS n FROM t`).then((row) => order.push(`short ${row!.n}`))
+      await Promise.all([long, short])
+      await pool.close()
+      return order
+    }
+
+    it('runs a short query beside a long one on two connections, and after it on one', async () => {
+      expect(await finishOrder(2)).toEqual(['short 6', 'long 4000000'])
+      expect(await finishOrder(1)).toEqual(['long 4000000', 'short 6'])
+    })
+  })
+})
+
+describe('READ_CONNECTIONS', () => {
+  it('defaults to two and takes 1 to 16', () => {
+    expect(shimDefaults.readConnections).toBe(2)
+    expect(resolveShimOptions({}, {}).readConnections).toBe(2)
+    expect(resolveShimOptions({}, { READ_CONNECTIONS: '1' }).readConnections).toBe(1)
+    expect(resolveShimOptions({}, { READ_CONNECTIONS: '16' }).readConnections).toBe(16)
+    for (const bad of ['0', '17', 'two', '-1']) {
+      expect(() => resolveShimOptions({}, { READ_CONNECTIONS: bad })).toThrow(`READ_CONNECTIONS must be an integer from 1 to 16, got "${bad}"`)
+    }
+  })
+
+  it('warns when the connections would leave libuv fewer than two threads', () => {
+    expect(threadPoolWarning(2, {})).toBeNull()
+    expect(threadPoolWarning(3, {})).toBe(
+      `READ_CONNECTIONS=3 leaves 1 of libuv's 4 threads for file reads and the download counter: set UV_THREADPOOL_SIZE=5 (README, "Configuration")`,
+    )
+    expect(threadPoolWarning(3, { UV_THREADPOOL_SIZE: '5' })).toBeNull()
+    expect(threadPoolWarning(8, { UV_THREADPOOL_SIZE: '6' })).toContain('leaves 0 of')
+  })
+
+  describe('through the server', () => {
+    let server: TestServer
+    let hashes: string[]
+    beforeAll(async () => {
+      const dist = inject('distDir')
+      const catalog = await openDb(path.join(realpathSync(path.join(dist, 'current')), 'catalog.sqlite'), { readonly: true })
+      hashes = (await catalog.all<{ sha1: string }>(`SELECT sha1 FROM files WHERE sha1 IS NOT NULL ORDER BY id LIMIT 6`)).map((r) => r.sha1)
+      await catalog.close()
+      server = await startServer(dist, { readConnections: 3, cacheBytes: 0 })
+    })
+    afterAll(async () => {
+      expect(server.serverErrors()).toBe(0)
+      await server.close()
+    })
+
+    it('answers queries running at once as it answers them one at a time', async () => {
+      expect(hashes).toHaveLength(6)
+      const paths = [
+        '/projects?q=sodium',
+        '/projects?limit=5&sort=downloads',
+        '/categories',
+        `/version-files?hashes=${hashes.join(',')}`,
+        `/version-files/update?hashes=${hashes.join(',')}&platform=fabric`,
+      ]
+      const alone: string[] = []
+      for (const p of paths) {
+        const res = await server.get(p)
+        expect(res.status, p).toBe(200)
+        alone.push(await res.text())
+      }
+      expect(JSON.parse(alone[3]!).data).toHaveProperty(hashes[0]!)
+      const together = await Promise.all(
+        paths.flatMap((p) => [p, p, p]).map(async (p) => {
+          const res = await server.get(p)
+          return { p, status: res.status, body: await res.text() }
+        }),
+      )
+      for (const { p, status, body } of together) {
+        expect(status, p).toBe(200)
+        expect(body, p).toBe(alone[paths.indexOf(p)])
+      }
+    })
+  })
+})
