@@ -42,11 +42,29 @@ function heldDb(name: string, log: string[]): Db & { settle(fail?: boolean): voi
 const tick = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 describe('createDbPool', () => {
-  it('sends each query to the connection with the fewest in flight, the first of those on a tie', async () => {
+  it('spills a query to the next connection once the first has two in flight', async () => {
     const log: string[] = []
     const a = heldDb('a', log)
     const b = heldDb('b', log)
     const pool = createDbPool([a, b])
+    const queries = ['q1', 'q2', 'q3', 'q4', 'q5'].map((q) => pool.all(q))
+    // a takes two; then b, as a has two; then b again; then a, the first of two with two each.
+    expect(log).toEqual(['a:q1', 'a:q2', 'b:q3', 'b:q4', 'a:q5'])
+    b.settle()
+    await queries[2]
+    void pool.get('q6')
+    expect(log.at(-1)).toBe('b:q6')
+    for (let i = 0; i < 3; i++) a.settle()
+    await Promise.all([queries[0], queries[1], queries[4]])
+    void pool.get('q7')
+    expect(log.at(-1)).toBe('a:q7')
+  })
+
+  it('spilling at one, sends each query to the connection with the fewest in flight, the first of those on a tie', async () => {
+    const log: string[] = []
+    const a = heldDb('a', log)
+    const b = heldDb('b', log)
+    const pool = createDbPool([a, b], 1)
     const q1 = pool.all('q1')
     const q2 = pool.get('q2')
     const q3 = pool.all('q3')
@@ -88,23 +106,26 @@ describe('createDbPool', () => {
     })
     afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-    /** Which of a long query and a short one sent after it finishes first, on `connections` connections. */
+    /** The order in which a long query and two short ones sent after it finish, on `connections` connections. */
     async function finishOrder(connections: number): Promise<string[]> {
       const pool = createDbPool(await Promise.all(Array.from({ length: connections }, () => openDb(file, { readonly: true }))))
       const order: string[] = []
-      // About half a second of SQLite work in one step, on whichever connection takes it.
+      // About half a second of SQLite work in one step (one sqlite3_step, the connection held throughout).
       const long = pool
         .get<{ n: number }>(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 4000000) SELECT count(*) AS n FROM c`)
         .then((row) => order.push(`long ${row!.n}`))
-      const short = pool.get<{ n: number }>(`SELECT sum(n) AS n FROM t`).then((row) => order.push(`short ${row!.n}`))
-      await Promise.all([long, short])
+      // Sent once the long one is running (the binding's threads take queued work in no fixed order).
+      await new Promise((resolve) => setTimeout(resolve, 150))
+      const shorts = ['first', 'second'].map((name) => pool.get<{ n: number }>(`SELECT sum(n) AS n FROM t`).then((row) => order.push(`${name} short ${row!.n}`)))
+      await Promise.all([long, ...shorts])
       await pool.close()
       return order
     }
 
-    it('runs a short query beside a long one on two connections, and after it on one', async () => {
-      expect(await finishOrder(2)).toEqual(['short 6', 'long 4000000'])
-      expect(await finishOrder(1)).toEqual(['long 4000000', 'short 6'])
+    it('runs the query queued second behind a long one on the second connection, and all in turn on one', async () => {
+      // The first short query waits behind the long one on the first connection; the second spills.
+      expect(await finishOrder(2)).toEqual(['second short 6', 'long 4000000', 'first short 6'])
+      expect(await finishOrder(1)).toEqual(['long 4000000', 'first short 6', 'second short 6'])
     })
   })
 })

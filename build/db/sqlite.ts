@@ -101,16 +101,23 @@ function wrapStatement(stmt: sqlite3.Statement): Statement {
 }
 
 /**
- * Several read connections to one database file behind one Db: each query goes to the connection
- * with the fewest queries in flight (the first of those), so up to `dbs.length` queries run at once,
- * each on its connection's own SQLite thread. For read-only use: a statement prepared on the pool
- * stays on one connection, and `raw` is the first connection's.
+ * Several read connections to one database file behind one Db, so up to `dbs.length` queries run at
+ * once, each on its connection's own SQLite thread. A query goes to the first connection with fewer
+ * than `spillAt` queries in flight, else to the one with the fewest (the first of those). With the
+ * default 2, a query waits behind at most one other before the next connection takes it: the
+ * queries of a light load stay on the first connection (its page cache stays warm, and no second
+ * SQLite thread takes the core the event loop needs), and a queue spills over. Measured at the large
+ * catalog, 32 in flight (bench/results/PROFILE.md, "Session 13"): spilling at 1 cost one-off bulk
+ * lookups about 6% of their requests/s against one connection, spilling at 2 none, and both took
+ * cache-off lookups from about 217 to 304–316 requests/s. For read-only use: a statement prepared
+ * on the pool stays on one connection, and `raw` is the first connection's.
  */
-export function createDbPool(dbs: readonly Db[]): Db {
+export function createDbPool(dbs: readonly Db[], spillAt = 2): Db {
   if (dbs.length === 0) throw new Error('a pool needs at least one connection')
   if (dbs.length === 1) return dbs[0]!
   const inFlight = dbs.map(() => 0)
   const pick = (): number => {
+    for (let i = 0; i < dbs.length; i++) if (inFlight[i]! < spillAt) return i
     let best = 0
     for (let i = 1; i < dbs.length; i++) if (inFlight[i]! < inFlight[best]!) best = i
     return best
