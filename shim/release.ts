@@ -21,11 +21,11 @@ export interface Release {
 }
 
 /**
- * Opens a catalog database read-only: `connections` connections behind one Db (createDbPool), so a
- * query does not wait for another to finish while one of them is free. Each connection runs its
- * queries on its own thread: with two, queries use both cores of this machine, and a long one (a
- * search, a cold bulk lookup) no longer holds up every lookup behind it. At the large catalog with
- * the cache off, 32 in flight, two connections answered 1.4–1.6× the requests of one, p99 −35–45%
+ * Opens a catalog database read-only: `connections` connections behind one Db (createDbPool, which
+ * spills a query to the next connection once the first has two in flight). Each connection runs its
+ * queries on its own thread, so SQLite work queued up (the cache off, or just after a release went
+ * live) uses both cores of this machine: at the large catalog with the cache off, 32 in flight, two
+ * connections answered about 1.4× the bulk lookups of one, p99 about 30% lower
  * (bench/results/PROFILE.md, "Session 13").
  *
  * Each connection has SQLite's default page cache (2,000 KiB). Bulk hash lookups and update matching
