@@ -54,7 +54,7 @@ export function resolveLiveRelease(distDir: string): string | null {
 }
 
 /** Opens the live release with `connections` read connections; fails with a message naming the fix when nothing was built. */
-export async function openRelease(distDir: string, connections = 1): Promise<Release> {
+export async function openRelease(distDir: string, connections: number): Promise<Release> {
   const dir = resolveLiveRelease(distDir)
   if (!dir) throw new Error(`no release in ${distDir}: run \`npm run build\` first`)
   const db = await openCatalog(path.join(dir, 'catalog.sqlite'), connections)
@@ -67,7 +67,7 @@ export async function openRelease(distDir: string, connections = 1): Promise<Rel
  * exists on no disk, so file lookups (objects, /mirror) find nothing; static bodies come from the
  * snapshot's tables through createSnapshotStatic.
  */
-export async function openSnapshot(file: string, connections = 1): Promise<Release> {
+export async function openSnapshot(file: string, connections: number): Promise<Release> {
   const real = realpathSync(file)
   const db = await openCatalog(real, connections)
   const format = await db.get<{ value: string }>(`SELECT value FROM snapshot_info WHERE key = 'format'`).catch(() => undefined)

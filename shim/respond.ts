@@ -74,18 +74,17 @@ export interface BodyParts {
 }
 
 /**
- * Wraps parts (e.g. slices of cached bodies) with an ETag derived from `identity` instead of from
- * their bytes: a string that determines the bytes, such as each spliced body's own content ETag in
- * order with the text between them. The ETag keeps the one format (build/render/etag.ts: the first
+ * Wraps parts (e.g. slices of cached bodies) and their total `length` (the caller summed it as it
+ * cut them) with an ETag derived from `identity` instead of from their bytes: a string that
+ * determines the bytes, such as each spliced body's own content ETag in order with the text between
+ * them. The ETag keeps the one format (build/render/etag.ts: the first
  * bits of a SHA-256, and the total length), is strong, and changes whenever a part's ETag or the
  * text between parts does, that is whenever the bytes do (a changed part keeps its ETag with
  * probability about 2^-30, the rule's own odds). Hashing the identity (a few KB) rather than a
  * 100 KB answer was 13% of a bulk hash lookup's CPU (bench/results/PROFILE.md). The parts are never
  * concatenated in memory: at 800 requests/s those 100 KB buffers alone held 60 MB of RSS.
  */
-export function createDerivedBodyParts(parts: readonly Buffer[], identity: string): BodyParts {
-  let length = 0
-  for (const part of parts) length += part.length
+export function createDerivedBodyParts({ parts, length }: { parts: readonly Buffer[]; length: number }, identity: string): BodyParts {
   return { etag: contentEtag(createHash('sha256').update(identity).digest(), length), length, parts }
 }
 

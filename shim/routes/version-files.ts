@@ -74,7 +74,7 @@ function spliceVersionsByHash(hashes: readonly string[], bodies: readonly Body[]
   // Hex hashes and ASCII punctuation: one byte per character.
   const between = Buffer.from(text, 'latin1')
   const spliced = spliceParts(between, ends, (i) => bodies[i], releaseId, hashes)!
-  return { answer: createDerivedBodyParts(spliced.parts, identity), between, ends }
+  return { answer: createDerivedBodyParts(spliced, identity), between, ends }
 }
 
 /**
