@@ -26,8 +26,12 @@ export function readCpuSeconds(pids: readonly number[]): number {
   return ticks / ticksPerSecond
 }
 
-/** Resident and peak resident memory of a process in MB (VmRSS, VmHWM), or null when it is gone. */
-export function readMemoryMb(pid: number): { rssMb: number; peakMb: number } | null {
+/**
+ * Resident and peak resident memory of a process in MB (VmRSS, VmHWM), and VmRSS's private part
+ * (RssAnon) and file pages mapped (RssFile: the binary, and a memory-mapped catalog), or null when
+ * it is gone.
+ */
+export function readMemoryMb(pid: number): { rssMb: number; peakMb: number; anonMb: number; fileMb: number } | null {
   let status: string
   try {
     status = readFileSync(`/proc/${pid}/status`, 'utf8')
@@ -35,7 +39,7 @@ export function readMemoryMb(pid: number): { rssMb: number; peakMb: number } | n
     return null
   }
   const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN)
-  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024 }
+  return { rssMb: kb('VmRSS') / 1024, peakMb: kb('VmHWM') / 1024, anonMb: kb('RssAnon') / 1024, fileMb: kb('RssFile') / 1024 }
 }
 
 /** Child process ids of a process (nginx master → its worker). */

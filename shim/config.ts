@@ -18,6 +18,8 @@ export interface ShimOptions {
   cacheBytes: number
   /** Read connections to the live catalog database; up to this many queries run at once. */
   readConnections: number
+  /** Bytes of the catalog each read connection maps into memory (SQLite's mmap_size); 0 reads it with pread. */
+  catalogMmapBytes: number
   /** How often the `current` pointer is checked for a new release (ms; 0 = never). */
   releasePollMs: number
   /** max-age of mutable JSON, seconds. */
@@ -58,6 +60,12 @@ export interface ShimOptions {
 export const MAX_READ_CONNECTIONS = 16
 
 /**
+ * The most CATALOG_MMAP_BYTES: SQLite's compile-time limit (SQLITE_MAX_MMAP_SIZE, 0x7fff0000 in the
+ * sqlite3 binding); a larger mmap_size is cut to it silently, so the shim refuses it instead.
+ */
+export const MAX_CATALOG_MMAP_BYTES = 0x7fff0000
+
+/**
  * A warning when READ_CONNECTIONS would take all of libuv's threads (UV_THREADPOOL_SIZE, 4 unless
  * set): queries running on every connection at once would keep file reads and the download counter
  * waiting. Null when two threads stay free.
@@ -77,6 +85,7 @@ export const shimDefaults = {
   rateWindowSeconds: 60,
   cacheBytes: 128 * 1024 * 1024,
   readConnections: 2,
+  catalogMmapBytes: 0,
   releasePollMs: 2000,
   maxAge: 60,
   staleWhileRevalidate: 600,
@@ -100,6 +109,7 @@ export function resolveShimOptions(
     trustedProxies: overrides.trustedProxies ?? (env.TRUSTED_PROXIES ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     cacheBytes: overrides.cacheBytes ?? envInt(env, 'CACHE_BYTES', shimDefaults.cacheBytes, 0),
     readConnections: overrides.readConnections ?? envInt(env, 'READ_CONNECTIONS', shimDefaults.readConnections, 1, MAX_READ_CONNECTIONS),
+    catalogMmapBytes: overrides.catalogMmapBytes ?? envInt(env, 'CATALOG_MMAP_BYTES', shimDefaults.catalogMmapBytes, 0, MAX_CATALOG_MMAP_BYTES),
     releasePollMs: overrides.releasePollMs ?? envInt(env, 'RELEASE_POLL_MS', shimDefaults.releasePollMs, 0),
     maxAge: overrides.maxAge ?? envInt(env, 'MAX_AGE', shimDefaults.maxAge, 0),
     staleWhileRevalidate: overrides.staleWhileRevalidate ?? envInt(env, 'STALE_WHILE_REVALIDATE', shimDefaults.staleWhileRevalidate, 0),

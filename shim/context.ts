@@ -40,7 +40,8 @@ export interface ShimDependencies {
 /** Creates the context and starts the release poller. */
 export async function createShimContext(options: ShimOptions, deps: ShimDependencies = {}): Promise<ShimContext> {
   const now = deps.now ?? Date.now
-  const release = options.snapshotFile ? await openSnapshot(options.snapshotFile, options.readConnections) : await openRelease(options.distDir, options.readConnections)
+  const access = { connections: options.readConnections, mmapBytes: options.catalogMmapBytes }
+  const release = options.snapshotFile ? await openSnapshot(options.snapshotFile, access) : await openRelease(options.distDir, access)
   const cache = options.snapshotFile ? createSnapshotStatic(release) : createStaticCache(options.cacheBytes)
   const trustedProxies = createTrustedProxies(options.trustedProxies)
   // One client for both stores; it connects in the background, so the shim starts without Redis.
@@ -74,7 +75,7 @@ export async function createShimContext(options: ShimOptions, deps: ShimDependen
           const live = resolveLiveRelease(options.distDir)
           if (!live || live === ctx.release.dir) return false
           const old = ctx.release
-          ctx.release = await openRelease(options.distDir, options.readConnections)
+          ctx.release = await openRelease(options.distDir, access)
           cache.clear()
           const t = setTimeout(() => {
             timers.delete(t)

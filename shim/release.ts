@@ -20,6 +20,14 @@ export interface Release {
   game: string
 }
 
+/** How the shim opens a catalog: from ShimOptions' readConnections and catalogMmapBytes. */
+export interface CatalogAccess {
+  /** Read connections behind one Db; up to this many queries run at once. */
+  connections: number
+  /** Bytes of the file each connection maps into memory (`PRAGMA mmap_size`); 0 reads pages with pread. */
+  mmapBytes: number
+}
+
 /**
  * Opens a catalog database read-only: `connections` connections behind one Db (createDbPool, which
  * spills a query to the next connection once the first has two in flight). Each connection runs its
@@ -35,15 +43,37 @@ export interface Release {
  * measured the shim at 301 MB under all load, over the 300 MB goal (289 MB in a shorter run; 282–284
  * MB with the default): the memory bound is kept, the 9% is not (bench/results/PROFILE.md, "Session
  * 5" and "Session 6").
+ *
+ * `mmapBytes` (CATALOG_MMAP_BYTES) maps the file's first bytes into each connection: a page missing
+ * from the page cache is then read from the kernel's page cache without a pread. With the cache off,
+ * about 45% of the shim's CPU was those preads (about 6 a hash; `perf`, bench/results/PROFILE.md,
+ * "Session 14"). The mapped pages count in the process's RSS (as shared file pages, reclaimable by
+ * the kernel), so it is off unless asked for. A release's catalog is never written once published,
+ * which mapping needs: a mapped file cut short under a reader would kill the process with SIGBUS.
  */
-async function openCatalog(file: string, connections: number): Promise<Db> {
-  const opened = await Promise.allSettled(Array.from({ length: connections }, () => openDb(file, { readonly: true })))
+async function openCatalog(file: string, access: CatalogAccess): Promise<Db> {
+  const opened = await Promise.allSettled(Array.from({ length: access.connections }, () => openReader(file, access.mmapBytes)))
   const failed = opened.find((o) => o.status === 'rejected')
   if (failed) {
     await Promise.allSettled(opened.flatMap((o) => (o.status === 'fulfilled' ? [o.value.close()] : [])))
     throw (failed as PromiseRejectedResult).reason
   }
   return createDbPool(opened.map((o) => (o as PromiseFulfilledResult<Db>).value))
+}
+
+/** One read-only connection, its mapping set; closed again when the setting fails. */
+async function openReader(file: string, mmapBytes: number): Promise<Db> {
+  const db = await openDb(file, { readonly: true })
+  if (mmapBytes === 0) return db
+  try {
+    // SQLite answers with the size it took: a smaller one (its compile-time limit) is refused, not kept.
+    const row = await db.get<{ mmap_size: number }>(`PRAGMA mmap_size = ${Math.trunc(mmapBytes)}`)
+    if (row?.mmap_size !== mmapBytes) throw new Error(`SQLite took mmap_size ${row?.mmap_size ?? 'none'} for ${file}, not the ${mmapBytes} asked (CATALOG_MMAP_BYTES)`)
+    return db
+  } catch (err) {
+    await db.close().catch(() => {})
+    throw err
+  }
 }
 
 /** Real path of the release `current` points to, or null when there is none yet. */
@@ -53,11 +83,11 @@ export function resolveLiveRelease(distDir: string): string | null {
   return realpathSync(pointer)
 }
 
-/** Opens the live release with `connections` read connections; fails with a message naming the fix when nothing was built. */
-export async function openRelease(distDir: string, connections: number): Promise<Release> {
+/** Opens the live release's catalog as `access` says; fails with a message naming the fix when nothing was built. */
+export async function openRelease(distDir: string, access: CatalogAccess): Promise<Release> {
   const dir = resolveLiveRelease(distDir)
   if (!dir) throw new Error(`no release in ${distDir}: run \`npm run build\` first`)
-  const db = await openCatalog(path.join(dir, 'catalog.sqlite'), connections)
+  const db = await openCatalog(path.join(dir, 'catalog.sqlite'), access)
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
   return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, game }
 }
@@ -67,9 +97,9 @@ export async function openRelease(distDir: string, connections: number): Promise
  * exists on no disk, so file lookups (objects, /mirror) find nothing; static bodies come from the
  * snapshot's tables through createSnapshotStatic.
  */
-export async function openSnapshot(file: string, connections: number): Promise<Release> {
+export async function openSnapshot(file: string, access: CatalogAccess): Promise<Release> {
   const real = realpathSync(file)
-  const db = await openCatalog(real, connections)
+  const db = await openCatalog(real, access)
   const format = await db.get<{ value: string }>(`SELECT value FROM snapshot_info WHERE key = 'format'`).catch(() => undefined)
   if (!format) {
     await db.close()
