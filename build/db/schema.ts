@@ -128,14 +128,18 @@ export const BUILD_CACHE_KIB = 64 * 1024
  * one version that matches is read from its row (about 1 KB: its rendered JSON; the source record
  * stays in staging). Measured at the large catalog: 4.4 → 2.6 ms
  * of CPU per 100-hash update request, most of the rest is pages copied in by pread
- * (bench/results/PROFILE.md). Ranks are unique per project by construction (catalog.ts).
+ * (bench/results/PROFILE.md). The hash indexes also carry the file's version, so a hash lookup
+ * goes from the index to the version without reading the file's row: one page fewer per hash,
+ * bulk hash lookups with the cache off 4.7–5.1 → 4.0 ms of CPU per 100-hash request at the large
+ * catalog, for 21 MB more index (bench/results/PROFILE.md, "Session 14"). Ranks are unique per
+ * project by construction (catalog.ts).
  */
 export const versionIndexes = `
 CREATE INDEX versions_project_rank ON versions(project_id, rank, channel, game_versions, platforms);
 CREATE UNIQUE INDEX versions_project_number ON versions(project_id, version_number);
 CREATE INDEX files_version ON files(version_id, position);
-CREATE INDEX files_sha256 ON files(sha256, project_id);
-CREATE INDEX files_sha1 ON files(sha1, project_id);
+CREATE INDEX files_sha256 ON files(sha256, project_id, version_id);
+CREATE INDEX files_sha1 ON files(sha1, project_id, version_id);
 `
 
 /** Indexes of projects and members, created after their bulk insert. */
