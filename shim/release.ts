@@ -37,7 +37,7 @@ export interface CatalogAccess {
  * (bench/results/PROFILE.md, "Session 13").
  *
  * Each connection has SQLite's default page cache (2,000 KiB). Bulk hash lookups and update matching
- * descend four indexes per hash through 8 KB pages, and 8 MB kept those indexes' interior pages
+ * descend three or four B-trees per hash through 8 KB pages, and 8 MB kept those indexes' interior pages
  * (bulk update 2.2 → 2.0 ms of CPU per 100-hash request at the large catalog, interleaved A/B; 16 MB
  * no better). But the cache counts in RSS, outside the JS heap, and with 8 MB the full benchmark
  * measured the shim at 301 MB under all load, over the 300 MB goal (289 MB in a shorter run; 282–284

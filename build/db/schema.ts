@@ -130,7 +130,7 @@ export const BUILD_CACHE_KIB = 64 * 1024
  * of CPU per 100-hash update request, most of the rest is pages copied in by pread
  * (bench/results/PROFILE.md). The hash indexes also carry the file's version, so a hash lookup
  * goes from the index to the version without reading the file's row: one page fewer per hash,
- * bulk hash lookups with the cache off 4.7–5.1 → 4.0 ms of CPU per 100-hash request at the large
+ * bulk hash lookups with the cache off 4.7–6.2 → 3.8–4.8 ms of CPU per 100-hash request at the large
  * catalog, for 21 MB more index (bench/results/PROFILE.md, "Session 14"). Ranks are unique per
  * project by construction (catalog.ts).
  */
