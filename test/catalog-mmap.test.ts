@@ -10,7 +10,7 @@ import { openDb } from '../build/db/sqlite.ts'
 import { MAX_CATALOG_MMAP_BYTES, resolveShimOptions, shimDefaults } from '../shim/config.ts'
 import { createShimContext } from '../shim/context.ts'
 import { openRelease } from '../shim/release.ts'
-import { startServer, type TestServer } from './harness.ts'
+import { expectSameAnswersAtOnce, startServer, type TestServer } from './harness.ts'
 
 /** Mappings of `file` in this process (/proc/self/maps lists a mapped file by its real path). */
 function mappingsOf(file: string): number {
@@ -78,16 +78,7 @@ describe('CATALOG_MMAP_BYTES', () => {
 
       const mapped = await startServer(inject('distDir'), { cacheBytes: 0, readConnections: 2, catalogMmapBytes: 64 * 2 ** 20 })
       try {
-        const answers = await Promise.all(
-          paths.flatMap((p) => [p, p, p]).map(async (p) => {
-            const res = await mapped.get(p)
-            return { p, status: res.status, body: await res.text() }
-          }),
-        )
-        for (const { p, status, body } of answers) {
-          expect(status, p).toBe(200)
-          expect(body, p).toBe(expected[paths.indexOf(p)])
-        }
+        await expectSameAnswersAtOnce(mapped, paths, expected)
         // Mapped by every connection that has read (the second takes queries only when the first has two).
         expect(mappingsOf(catalogFile)).toBeGreaterThanOrEqual(1)
         expect(mappingsOf(catalogFile)).toBeLessThanOrEqual(2)

@@ -111,6 +111,23 @@ export async function json<T = any>(res: Response): Promise<T> {
   return (await res.json()) as T
 }
 
+/**
+ * Sends every path `times` times at once and expects each answer to be a 200 with the body
+ * `expected[i]` of its path: queries running at the same time answer as they do one at a time.
+ */
+export async function expectSameAnswersAtOnce(server: TestServer, paths: readonly string[], expected: readonly string[], times = 3): Promise<void> {
+  const answers = await Promise.all(
+    paths.flatMap((p) => Array.from({ length: times }, () => p)).map(async (p) => {
+      const res = await server.get(p)
+      return { p, status: res.status, body: await res.text() }
+    }),
+  )
+  for (const { p, status, body } of answers) {
+    expect(status, p).toBe(200)
+    expect(body, p).toBe(expected[paths.indexOf(p)])
+  }
+}
+
 /** Fetches a path and checks it is the 422 envelope naming `param` (or one of its items) in its details. */
 export async function expectValidationError(server: TestServer, url: string, param: string): Promise<void> {
   const res = await server.get(url)

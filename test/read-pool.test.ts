@@ -9,7 +9,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { createDbPool, openDb, type Db, type SqlParams } from '../build/db/sqlite.ts'
 import { resolveShimOptions, shimDefaults, threadPoolWarning } from '../shim/config.ts'
-import { startServer, type TestServer } from './harness.ts'
+import { expectSameAnswersAtOnce, startServer, type TestServer } from './harness.ts'
 
 /** A Db whose queries wait until the test settles them, recording what each connection was asked. */
 function heldDb(name: string, log: string[]): Db & { settle(fail?: boolean): void; closed: boolean } {
@@ -184,16 +184,7 @@ describe('READ_CONNECTIONS', () => {
         alone.push(await res.text())
       }
       expect(JSON.parse(alone[3]!).data).toHaveProperty(hashes[0]!)
-      const together = await Promise.all(
-        paths.flatMap((p) => [p, p, p]).map(async (p) => {
-          const res = await server.get(p)
-          return { p, status: res.status, body: await res.text() }
-        }),
-      )
-      for (const { p, status, body } of together) {
-        expect(status, p).toBe(200)
-        expect(body, p).toBe(alone[paths.indexOf(p)])
-      }
+      await expectSameAnswersAtOnce(server, paths, alone)
     })
   })
 })
