@@ -73,7 +73,8 @@ log(`  static: ${workload.requests} requests over ${workload.distinctUrls} disti
 const dynamicWorkloads = options.only.has('dynamic') ? await createDynamicWorkloads(releaseDir, options.workDir, options.dynamicDistinct, options.seed, options.zipfExponent) : []
 
 const scenarios: Scenario[] = []
-const skippedNotes: string[] = []
+/** Notes of this run for the report: workloads skipped, and each cache-off shim's memory. */
+const runNotes: string[] = []
 let rssStaticMax: number | null = null
 let memory: ServeResults['memory'] = null
 const peakRss = new Map<number, number>()
@@ -105,7 +106,7 @@ try {
   if (dynamicWorkloads.length > 0) {
     const dynamic = await runDynamic(shim, dynamicWorkloads, { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, warmupSeconds: options.warmupSeconds, log, peakRss })
     scenarios.push(...dynamic.scenarios)
-    skippedNotes.push(...dynamic.skipped)
+    runNotes.push(...dynamic.skipped)
   }
   const end = readMemoryMb(shim.pid)
   await stopAll()
@@ -114,11 +115,12 @@ try {
   // stopped; and once more with the catalog memory-mapped (CATALOG_MMAP_BYTES, off by default: the
   // mapped pages count in RSS), to show what that option buys on the same SQLite-bound path.
   const cached = dynamicWorkloads.filter((w) => w.usesStaticCache)
-  const variants: { suffix: string; env: Record<string, string>; what: string }[] = [
+  // None when no measured workload used the cache.
+  const variants: { suffix: string; env: Record<string, string>; what: string }[] = cached.length === 0 ? [] : [
     { suffix: 'cache-off', env: { CACHE_BYTES: '0' }, what: 'static cache off (CACHE_BYTES=0)' },
     { suffix: 'cache-off-mapped', env: { CACHE_BYTES: '0', CATALOG_MMAP_BYTES: String(MAX_CATALOG_MMAP_BYTES) }, what: `static cache off, catalog memory-mapped (CACHE_BYTES=0, CATALOG_MMAP_BYTES=${MAX_CATALOG_MMAP_BYTES})` },
   ]
-  for (const [i, variant] of (cached.length > 0 ? variants : []).entries()) {
+  for (const [i, variant] of variants.entries()) {
     log(`Dynamic endpoints, ${variant.what}:`)
     const cold = started(await startShim({ ...shimStart(workload.probePath, options.basePort + 5 + i), env: variant.env }))
     const off = await runDynamic(
@@ -127,12 +129,12 @@ try {
       { reps: options.dynamicReps, durationSeconds: options.dynamicDurationSeconds, concurrencies: options.dynamicConcurrencies, warmupSeconds: options.warmupSeconds, log, peakRss },
     )
     scenarios.push(...off.scenarios)
-    skippedNotes.push(...off.skipped)
+    runNotes.push(...off.skipped)
     const mem = readMemoryMb(cold.pid)
     if (mem) {
       const line = `"${variant.suffix}" rows: the shim's RSS after them ${Math.round(mem.rssMb)} MB (peak ${Math.round(mem.peakMb)} MB), of which private memory (RssAnon) ${Math.round(mem.anonMb)} MB and mapped file pages (RssFile: node's binary${variant.env.CATALOG_MMAP_BYTES !== undefined ? ', and the catalog pages each connection has mapped, counted once per connection' : ''}) ${Math.round(mem.fileMb)} MB.`
       log(`  ${line}`)
-      skippedNotes.push(line)
+      runNotes.push(line)
     }
     await stopAll()
   }
@@ -171,7 +173,7 @@ const results = serveResultsSchema.parse({
       `Static cache of the shim: CACHE_BYTES = ${cacheBytes}; every server is warmed by at least one full pass over the URL list (runs of ${options.warmupSeconds} s) before measuring.`,
       'nginx: 1 worker, try_files $uri.json, open_file_cache (10,000 entries, under the 20,000 open-file limit here), sendfile, access_log off, the same Content-Type; its ETag is its own (mtime-size).',
       `Dynamic endpoints: ${options.dynamicReps} × ${options.dynamicDurationSeconds} s per concurrency, after passes over each workload's list (warm-up, as for the static servers: one, or two for bulk-hashes and bulk-update, whose answers the shim keeps from the second time a request is asked); bulk-hashes splices single lookups kept in the static cache (CACHE_BYTES), finds the rest in one SQL batch and keeps the plan of its answer in that cache, and bulk-update's answers are kept whole in it, both under their query's text (the lists are cycled, so after the warm-up every bulk-hashes and bulk-update request is a repeat answered from memory while what it needs is kept, as a modpack's check repeated by its users is), so both are measured again on a shim with CACHE_BYTES=0 ("cache-off" rows: every hash and every update through SQLite); bulk-hashes-unique draws 100 hashes afresh from bulk-hashes' list for every request (no request asked twice: only the single lookups are kept for it); every other request runs its SQLite query.`,
-      ...skippedNotes,
+      ...runNotes,
     ],
   },
   staticWorkload: { requests: workload.requests, kinds: workload.kinds, distinctUrls: workload.distinctUrls, distinctBytes: workload.distinctBytes, top1PctShare: Math.round(workload.top1PctShare * 1000) / 1000 },
