@@ -18,6 +18,8 @@ export interface BuildRunOptions {
   nodeArgs: string[]
   /** Checkout whose build/cli.ts runs (another commit, to compare on the same catalog). */
   sourceRoot: string
+  /** Environment of the build (KEEP_RELEASES and the like) added to this process's. */
+  env?: Record<string, string>
   log: (line: string) => void
 }
 
@@ -47,6 +49,7 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
   const viteNode = path.join(options.sourceRoot, 'node_modules', 'vite-node', 'dist', 'cli.mjs')
   const child = spawn(process.execPath, [...options.nodeArgs, viteNode, 'build/cli.ts', '--', '--data', options.dataDir, '--dist', options.distDir], {
     cwd: options.sourceRoot,
+    env: { ...process.env, ...options.env },
     stdio: ['ignore', 'inherit', 'pipe'],
   })
   let cpu = 0

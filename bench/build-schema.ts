@@ -18,9 +18,13 @@ export const phasesSchema = z.object({
 })
 export type Phases = z.infer<typeof phasesSchema>
 
-/** One measured build. */
+/**
+ * One measured build. `incremental`: the first rebuild of a fresh dist (release 2, nothing to
+ * recycle); `recycled`: the next one (release 3, written over the tree of release 1, which
+ * KEEP_RELEASES=2 would remove: build/release/recycle.ts), as every later rebuild is.
+ */
 export const buildRunSchema = z.object({
-  kind: z.enum(['full', 'incremental']),
+  kind: z.enum(['full', 'incremental', 'recycled']),
   wallSeconds: z.number(),
   /** User + system CPU of the build process and the children it waited for. */
   cpuSeconds: z.number(),

@@ -1,7 +1,9 @@
 /**
  * `npm run bench:build -- [--projects N] [--seed S] [--catalog DIR] [--dist DIR] [--mutate PCT]`:
  * generates the catalog (or reuses DIR when it holds one), builds it from scratch into a fresh dist,
- * edits PCT % of its projects (build/generate/mutate.ts), rebuilds incrementally, and writes
+ * edits PCT % of its projects (build/generate/mutate.ts), rebuilds incrementally, edits them again
+ * and rebuilds once more (release 3, written over release 1's tree: KEEP_RELEASES=2,
+ * build/release/recycle.ts; `--skip-recycled` leaves it out), and writes
  * bench/results/build.{json,md} (`--out` changes the folder). `--source DIR` builds with another
  * checkout (before/after on the same catalog); `--render FILE` re-renders the Markdown.
  */
@@ -31,6 +33,7 @@ const { values } = parseArgs({
     'node-args': { type: 'string', default: '' },
     source: { type: 'string', default: ROOT },
     'skip-incremental': { type: 'boolean', default: false },
+    'skip-recycled': { type: 'boolean', default: false },
     render: { type: 'string' },
   },
 })
@@ -68,8 +71,11 @@ mkdirSync(distDir, { recursive: true })
 
 const runs: BuildRun[] = []
 let mutation: BuildResults['mutation'] = null
+// Two releases kept: the third build takes over the first one's tree, as every rebuild after the
+// second does with the default of 3 from the fourth on.
+const env = { KEEP_RELEASES: '2' }
 log('Full build:')
-runs.push(await runMeasuredBuild({ kind: 'full', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, log }))
+runs.push(await runMeasuredBuild({ kind: 'full', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, env, log }))
 const counts = await readCounts(path.join(distDir, 'current', 'catalog.sqlite'))
 const sourceFiles = countSourceFiles(catalogDir)
 // Written after each build, so a long incremental run does not hold back the full build's figures.
@@ -79,13 +85,23 @@ if (!values['skip-incremental']) {
   const m = mutateCatalog({ dir: catalogDir, percent, seed: values.seed })
   mutation = { percent, seed: values.seed, editedProjects: m.editedProjects, editedVersions: m.editedVersions }
   log(`Edited ${m.editedProjects} projects and ${m.editedVersions} versions (${percent}%); incremental build:`)
-  runs.push(await runMeasuredBuild({ kind: 'incremental', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, log }))
+  runs.push(await runMeasuredBuild({ kind: 'incremental', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, env, log }))
   saveResults()
+  if (!values['skip-recycled']) {
+    // The same projects edited once more (one more follower, a later date, more downloads).
+    mutateCatalog({ dir: catalogDir, percent, seed: values.seed })
+    log(`Edited the same projects again; incremental build over release 1's tree:`)
+    runs.push(await runMeasuredBuild({ kind: 'recycled', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, env, log }))
+    saveResults()
+  }
 }
 
 function saveResults(): void {
   const full = runs[0]!
   const incremental = runs.find((r) => r.kind === 'incremental')
+  const recycled = runs.find((r) => r.kind === 'recycled')
+  const rebuilds = [incremental, recycled].filter((r): r is BuildRun => r !== undefined)
+  const slowest = Math.max(...rebuilds.map((r) => r.wallSeconds))
   // The build's own peak, or the build and its workers together when that was larger.
   const peak = Math.max(...runs.map((r) => Math.max(r.peakRssMb, r.peakTreeRssMb)))
   const sizeNote = counts.projects >= 95_000 ? '' : ` (measured at ${counts.projects.toLocaleString('en')} published projects; the goal is for the 100,000-project catalog)`
@@ -94,7 +110,14 @@ function saveResults(): void {
   const goals = [
     { goal: 'full build of the large catalog < 10 min', measured: `${(full.wallSeconds / 60).toFixed(1)} min wall, ${(full.cpuSeconds / 60).toFixed(1)} min CPU${sizeNote}`, met: full.wallSeconds < 600, decided: full100k || full.wallSeconds >= 600 },
     ...(incremental
-      ? [{ goal: `rebuild after a ${values.mutate}% change < 60 s`, measured: `${incremental.wallSeconds.toFixed(0)} s wall, ${incremental.cpuSeconds.toFixed(0)} s CPU${sizeNote}`, met: incremental.wallSeconds < 60, decided: full100k || incremental.wallSeconds >= 60 }]
+      ? [
+          {
+            goal: `rebuild after a ${values.mutate}% change < 60 s`,
+            measured: rebuilds.map((r) => `${r.kind === 'recycled' ? 'over an old release\'s tree' : 'first rebuild'} ${r.wallSeconds.toFixed(0)} s wall, ${r.cpuSeconds.toFixed(0)} s CPU`).join('; ') + sizeNote,
+            met: slowest < 60,
+            decided: full100k || slowest >= 60,
+          },
+        ]
       : []),
     { goal: 'peak memory of the build < 2 GB', measured: `${peak.toFixed(0)} MB (the build and its worker processes together)${sizeNote}`, met: peak < 2048, decided: full100k || peak >= 2048 },
   ]
@@ -111,6 +134,7 @@ function saveResults(): void {
       'Phases come from the build progress lines; catalog = staging indexes + validation + catalog database + search index.',
       'names per second = names (new files and hard links) of the release ÷ render phase seconds.',
       'The incremental build runs on the edited catalog in the same dist: its load reads only the record files that changed, from the staging the full build kept (BUILD_STAGING_CACHE; all of them with BUILD_STAGING_CACHE=0 or before that existed); the rest is the same pipeline, and bodies already in the content store are linked, not written.',
+      'The builds run with KEEP_RELEASES=2. The recycled build (release 3, after the same projects are edited again) is written over the tree of release 1, the release it would otherwise remove once live (BUILD_RECYCLE, build/release/recycle.ts): its names are checked, not linked afresh, and nothing is removed after it is live. With the default KEEP_RELEASES=3 every build from the fourth on works that way; the first rebuild has no release to take over.',
     ],
   }
   mkdirSync(outDir, { recursive: true })

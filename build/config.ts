@@ -35,6 +35,7 @@ export function resolveBuildOptions(
     loadWorkers: overrides.loadWorkers ?? envInt(env, 'BUILD_LOAD_WORKER', buildDefaults.loadWorkers, 0, 4),
     writeWorker: overrides.writeWorker ?? envSwitch(env, 'BUILD_WRITE_WORKER'),
     stagingCache: overrides.stagingCache ?? envSwitch(env, 'BUILD_STAGING_CACHE'),
+    recycle: overrides.recycle ?? envSwitch(env, 'BUILD_RECYCLE'),
     release: resolveReleaseOptions(overrides.release, env),
     log: overrides.log ?? ((line) => process.stderr.write(line + '\n')),
   }

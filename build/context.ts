@@ -27,6 +27,8 @@ export interface BuildOptions {
   writeWorker: boolean
   /** Keep staging between builds so a rebuild reads only changed source files (staging-cache.ts). */
   stagingCache: boolean
+  /** Start the release from the tree of a release this build would prune (release/recycle.ts). */
+  recycle: boolean
   /** Snapshot, archive and feed retention of the release. */
   release: ReleaseOptions
   /** Print progress and the summary line. */

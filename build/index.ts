@@ -42,7 +42,11 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const started = Date.now()
   const cpu = process.cpuUsage()
   const log = options.log
-  const pending = prepareRelease(options.distDir)
+  const pending = prepareRelease(options.distDir, options.recycle ? options.keepReleases : null)
+  if (pending.recycled) {
+    const r = pending.recycled
+    log(`Writing release ${pending.id} over the tree of release ${String(r.serial).padStart(8, '0')} (${r.files} names), which it would have removed (BUILD_RECYCLE)`)
+  }
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
   // BUILD_STAGING_CACHE=0: no cache is used (no key is needed), and one left by earlier builds is removed.
   const stagingKey = options.stagingCache ? stagingCacheKey(options.dataDir) : null
@@ -89,7 +93,8 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     const storeDir = path.join(options.distDir, 'store')
     // The body pack is read by the snapshot and the archive only.
     const recorder = { packBodies: options.release.snapshot || options.release.archive }
-    writer = options.writeWorker ? createWritePool(pending.dir, onProgress, storeDir, recorder) : createLocalSink(pending.dir, onProgress, storeDir, recorder)
+    const recycled = pending.recycled !== null
+    writer = options.writeWorker ? createWritePool(pending.dir, onProgress, storeDir, recorder, recycled) : createLocalSink(pending.dir, onProgress, storeDir, recorder, recycled)
     const catalogStep = (done: string): void => {
       if (ctx.problems.length > 0) throw new CatalogError(ctx.problems)
       step(done)
@@ -157,6 +162,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       catalogReady,
       options: options.release,
       log,
+      recycled: pending.recycled ? { tree: pending.recycled, storeDir } : null,
     })
     const releaseDir = publishRelease(options.distDir, pending, options.keepReleases, {
       onLive: () => log(`Release ${pending.id} is live after ${secondsSince(started)}s`),

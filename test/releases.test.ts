@@ -160,15 +160,18 @@ describe('incremental releases', () => {
     expect(files).toBe(after.size)
   })
 
-  it('keeps a bounded feed with an explicit resync point, prunes old releases and unreferenced store entries', async () => {
+  it('keeps a bounded feed with an explicit resync point, retires old releases and unreferenced store entries', async () => {
     editSummary(data, 'sodium', 'Edited once more')
     logs.length = 0
     const { pointer: sixth } = await build()
-    // Live before the old release is removed, and the removal is reported with what it took.
+    // Release 4, the one to go, became release 6's tree (recycle.ts, test/recycle.test.ts): the
+    // bodies only it named left the store before the release went live, and nothing is removed after.
     const live = logs.findIndex((l) => /^Release 00000006 is live after [\d.]+s$/.test(l))
-    const pruned = logs.findIndex((l) => /^Removed 1 old release\(s\) and [1-9]\d* stored bodies no release names in [\d.]+s$/.test(l))
+    const reconciled = logs.findIndex((l) => /^Reconciled the tree of release 00000004 after [\d.]+s of sealing: \d+ of 256 manifest shards unchanged, \d+ names linked, \d+ removed, [1-9]\d* stored bodies no release names removed$/.test(l))
     expect(live, logs.join('\n')).toBeGreaterThan(0)
-    expect(pruned).toBeGreaterThan(live)
+    expect(reconciled, logs.join('\n')).toBeGreaterThan(0)
+    expect(reconciled).toBeLessThan(live)
+    expect(logs.some((l) => l.startsWith('Removed '))).toBe(false)
     expect(sixth.feed.changes.map((e) => e.serial)).toEqual([5, 6])
     // A mirror at serial 4 can still apply 5 and 6; below 4 the answer is "resync".
     expect(sixth.feed.oldest).toBe(4)

@@ -8,6 +8,7 @@ import { existsSync, fsyncSync, openSync, closeSync, readdirSync, readFileSync, 
 import path from 'node:path'
 import { removeTree } from '../remove-tree.ts'
 import type { Pointer } from './formats.ts'
+import { findRecyclable, takeRecycledTree, type RecycledTree } from './recycle.ts'
 
 /** A release being built. */
 export interface PendingRelease {
@@ -17,6 +18,8 @@ export interface PendingRelease {
   dir: string
   /** Folder of the live release before this build, if any. */
   previousDir: string | null
+  /** The kept release whose tree `dir` was started from (recycle.ts), or null: `dir` started empty. */
+  recycled: RecycledTree | null
 }
 
 /** Metadata of a release (`release.json`, the same document as its `/mirror/pointer.json`). */
@@ -34,8 +37,12 @@ export function readReleaseInfo(releaseDir: string): ReleaseInfo {
   return JSON.parse(readFileSync(path.join(releaseDir, 'release.json'), 'utf8')) as ReleaseInfo
 }
 
-/** Takes the build lock, cleans up after killed builds, and creates the temp folder of the next release. */
-export function prepareRelease(distDir: string): PendingRelease {
+/**
+ * Takes the build lock, cleans up after killed builds, and creates the temp folder of the next
+ * release. `recycleKeep`: the KEEP_RELEASES of this build, to start the folder from the tree of a
+ * release that publishing would prune (recycle.ts); null or none prunable: an empty folder.
+ */
+export function prepareRelease(distDir: string, recycleKeep: number | null = null): PendingRelease {
   const releases = path.join(distDir, 'releases')
   mkdirSync(releases, { recursive: true })
   takeLock(distDir)
@@ -46,8 +53,15 @@ export function prepareRelease(distDir: string): PendingRelease {
   const serial = Math.max(0, ...serials) + 1
   const id = String(serial).padStart(8, '0')
   const dir = path.join(releases, `.tmp-${id}`)
+  const previousDir = resolveCurrentRelease(distDir)
+  const recyclable = recycleKeep === null ? null : findRecyclable(releases, recycleKeep, previousDir)
+  if (recyclable) {
+    const recycled = takeRecycledTree(recyclable.dir, dir, recyclable.serial)
+    fsyncPath(releases)
+    return { serial, id, dir, previousDir, recycled }
+  }
   mkdirSync(dir)
-  return { serial, id, dir, previousDir: resolveCurrentRelease(distDir) }
+  return { serial, id, dir, previousDir, recycled: null }
 }
 
 /** Told when the release is live (before old releases are removed) and what the pruning removed. */
@@ -80,9 +94,14 @@ export function publishRelease(distDir: string, pending: PendingRelease, keep: n
   return finalDir
 }
 
-/** Removes the temp folder of a failed build and releases the lock; the live release is untouched. */
+/**
+ * Removes the temp folder of a failed build and releases the lock; the live release is untouched.
+ * A folder started from a recycled release is removed as that release would have been after a
+ * successful build, and the store is swept of the bodies only it named.
+ */
 export function abortRelease(distDir: string, pending: PendingRelease): void {
   removeTree(pending.dir)
+  if (pending.recycled) pruneStore(path.join(distDir, 'store'))
   releaseLock(distDir)
 }
 

@@ -23,9 +23,15 @@ export interface SealedManifest {
 /**
  * Writes the manifest shards, index and change file of a release; removes the raw shards. Yields to
  * the event loop after each shard (a fifth of a second at the large catalog), so the seal can start
- * its worker processes as their inputs become ready.
+ * its worker processes as their inputs become ready. `onShard` is given each shard's sorted entries
+ * (a recycled tree is reconciled with them, recycle.ts).
  */
-export async function writeManifest(releaseDir: string, previousDir: string | null, release: { serial: number; id: string }): Promise<SealedManifest> {
+export async function writeManifest(
+  releaseDir: string,
+  previousDir: string | null,
+  release: { serial: number; id: string },
+  onShard?: (index: number, sha256: string, entries: readonly ManifestEntry[]) => void,
+): Promise<SealedManifest> {
   const previous = previousDir ? readIndex(previousDir) : null
   mkdirSync(path.join(releaseDir, path.dirname(shardFile('x'))), { recursive: true })
   mkdirSync(path.join(releaseDir, path.dirname(changeFile(1))), { recursive: true })
@@ -44,6 +50,7 @@ export async function writeManifest(releaseDir: string, previousDir: string | nu
     const sha256 = hashBytes(text)
     const entries = parseShard(text)
     files += entries.length
+    onShard?.(i, sha256, entries)
     const before = previous?.index.shards[i]
     if (before && before.sha256 === sha256) {
       counts.unchanged += entries.length

@@ -21,6 +21,7 @@ import type { DiffCounts, FileRef, Pointer } from './formats.ts'
 import { hashFile, type FileHash } from './hash-file.ts'
 import { addCounts, hashBytes, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
+import { createReconciler, type RecycledTree } from './recycle.ts'
 import { writeManifest } from './seal-manifest.ts'
 import { writeArchiveInChild, writeSnapshotInChild, type SealWorkerUsage } from './seal-child.ts'
 import { writeSnapshot } from './snapshot.ts'
@@ -41,6 +42,8 @@ export interface SealInput {
   catalogReady?: Promise<FileHash> | null
   options: ReleaseOptions
   log: (line: string) => void
+  /** The kept release the tree was started from (recycle.ts), with the content store to sweep. */
+  recycled?: { tree: RecycledTree; storeDir: string | null } | null
 }
 
 /** A sealed release: its pointer and what changed in the whole release (served files and extras). */
@@ -103,8 +106,16 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     return ref
   })()
   const manifestTask = (async () => {
-    const sealed = await writeManifest(releaseDir, previousDir, { serial, id })
+    const reconciler = input.recycled ? createReconciler(releaseDir, input.recycled.tree, input.recycled.storeDir) : null
+    const sealed = await writeManifest(releaseDir, previousDir, { serial, id }, reconciler?.shard)
     input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+    if (reconciler) {
+      const r = reconciler.finish()
+      input.log(
+        `Reconciled the tree of release ${String(input.recycled!.tree.serial).padStart(8, '0')} after ${seconds(started)}s of sealing: ` +
+          `${r.sameShards} of 256 manifest shards unchanged, ${r.linked} names linked, ${r.removed} removed, ${r.swept} stored bodies no release names removed`,
+      )
+    }
     const feed = writeFeed(releaseDir, previousDir, { ...sealed.change, serial, previous: before?.serial ?? null, createdAt, counts: sealed.counts }, input.options.feedRetention)
     return { sealed, feed }
   })()

@@ -5,7 +5,7 @@
  * written once, a body both store at once ends up as two inodes with the same bytes and content
  * mtime (the store keeps the first), and no file differs in bytes or mtime from a one-thread build.
  */
-import { copyFileSync, constants, linkSync, mkdirSync, statSync, utimesSync, writeFileSync } from 'node:fs'
+import { copyFileSync, constants, linkSync, mkdirSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { hasContentMtime, stampContentMtime } from './content-mtime.ts'
 
@@ -17,8 +17,14 @@ export interface ReleaseTree {
   putCopy(name: string, source: string, sha256: string, size: number): boolean
 }
 
-/** Creates the tree of `releaseDir`; `storeDir` null disables the content store. */
-export function createReleaseTree(releaseDir: string, storeDir: string | null): ReleaseTree {
+/**
+ * Creates the tree of `releaseDir`; `storeDir` null disables the content store. `storeOnly`: the
+ * folder holds a recycled release's tree (recycle.ts), whose names are put right when the manifest
+ * is sealed; here each body only goes into the store (a new one written there, under a temporary
+ * name renamed into place), and no name of the release is touched.
+ */
+export function createReleaseTree(releaseDir: string, storeDir: string | null, storeOnly = false): ReleaseTree {
+  if (storeOnly && !storeDir) throw new Error('a recycled release tree needs the content store')
   const dirs = new Set<string>()
   const ensureDir = (file: string): void => {
     const dir = path.dirname(file)
@@ -61,9 +67,24 @@ export function createReleaseTree(releaseDir: string, storeDir: string | null): 
     }
   }
 
+  /** Writes a body into the store alone (storeOnly): complete and stamped before it takes its name there. */
+  const store = (sha256: string, write: (tmp: string) => void): void => {
+    const target = stored(sha256)!
+    ensureDir(target)
+    const tmp = `${target}.tmp-${process.pid}`
+    write(tmp)
+    stampContentMtime(tmp, sha256)
+    // Over a truncated entry a crash left, if any (findStored did not trust it).
+    renameSync(tmp, target)
+  }
+
   return {
     put(names, bytes, sha256) {
       const hit = findStored(sha256, bytes.length)
+      if (storeOnly) {
+        if (!hit) store(sha256, (tmp) => writeFileSync(tmp, bytes))
+        return !hit
+      }
       if (hit) {
         link(hit, names)
         return false
@@ -79,6 +100,10 @@ export function createReleaseTree(releaseDir: string, storeDir: string | null): 
     },
     putCopy(name, source, sha256, size) {
       const hit = findStored(sha256, size)
+      if (storeOnly) {
+        if (!hit) store(sha256, (tmp) => copyFileSync(source, tmp, constants.COPYFILE_FICLONE))
+        return !hit
+      }
       const target = path.join(releaseDir, name)
       if (hit) {
         link(hit, [name])

@@ -44,15 +44,15 @@ type FinishedReply = Extract<z.infer<typeof replySchema>, { type: 'finished' }>
 /** A release sink whose tree writes run in the write process and here; `pid` is the process's. */
 export type WritePool = ReleaseSink & { readonly pid: number | undefined }
 
-/** Starts the write process for the release in `releaseDir` (see createReleaseWriter for `storeDir`). */
-export function createWritePool(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null, options: RecorderOptions = {}): WritePool {
+/** Starts the write process for the release in `releaseDir` (see createReleaseWriter for `storeDir` and `recycled`). */
+export function createWritePool(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null, options: RecorderOptions = {}, recycled = false): WritePool {
   const child: ChildProcess = spawnBuildWorker(new URL('./write-worker.ts', import.meta.url), [], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const spool = path.join(releaseDir, SPOOL_DIR)
   mkdirSync(spool)
   const recorder = createManifestRecorder(releaseDir, onProgress, options)
-  const tree = createReleaseTree(releaseDir, storeDir)
+  const tree = createReleaseTree(releaseDir, storeDir, recycled)
   let batch = createWriteBatch()
   const queue: WriteBatch[] = []
   let next = 0
@@ -91,7 +91,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
     markExited()
     if (!done) fail(new Error(`write process exited (${signal ?? code}); BUILD_WRITE_WORKER=0 writes the release on the main thread alone`))
   })
-  child.send({ type: 'open', releaseDir, storeDir })
+  child.send({ type: 'open', releaseDir, storeDir, recycled })
 
   const send = (): void => {
     while (queue.length > 0 && next - applied < IN_FLIGHT) {

@@ -89,8 +89,8 @@ export function applyWriteBatch(tree: ReleaseTree, batch: WriteBatch): number {
 }
 
 /** A sink writing on this thread (BUILD_WRITE_WORKER=0, or a build without a second process). */
-export function createLocalSink(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null, options: RecorderOptions = {}): ReleaseSink {
-  const writer = createReleaseWriter(releaseDir, onProgress, storeDir, options)
+export function createLocalSink(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null, options: RecorderOptions = {}, recycled = false): ReleaseSink {
+  const writer = createReleaseWriter(releaseDir, onProgress, storeDir, options, recycled)
   return {
     write: (names, bytes) => writer.write(names, bytes),
     copy: (name, source) => writer.copy(name, source),

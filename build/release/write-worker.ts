@@ -13,7 +13,7 @@ import { applyWriteBatch, writeBatchSchema } from './write-sink.ts'
 import { readPeakRssBytes } from '../cpu.ts'
 
 const requestSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('open'), releaseDir: z.string(), storeDir: z.string().nullable() }),
+  z.object({ type: z.literal('open'), releaseDir: z.string(), storeDir: z.string().nullable(), recycled: z.boolean() }),
   z.object({ type: z.literal('batch'), id: z.number().int(), file: z.string() }),
   z.object({ type: z.literal('finish') }),
 ])
@@ -25,7 +25,7 @@ process.on('message', (message) => {
   if (failed) return
   try {
     const request = requestSchema.parse(message)
-    if (request.type === 'open') tree = createReleaseTree(request.releaseDir, request.storeDir)
+    if (request.type === 'open') tree = createReleaseTree(request.releaseDir, request.storeDir, request.recycled)
     else if (!tree) throw new Error('no release tree is open')
     else if (request.type === 'batch') {
       const batch = writeBatchSchema.parse(deserialize(readFileSync(request.file)))

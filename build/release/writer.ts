@@ -70,10 +70,11 @@ export interface RecorderOptions {
 /**
  * Creates a writer for `releaseDir`. The manifest is `releaseDir/manifest.tsv` (path, sha256, size,
  * in write order) and the same lines spread over `.manifest/<shard>.tsv` for sealManifest.
- * `storeDir` null disables the content store.
+ * `storeDir` null disables the content store; `recycled`: the folder holds a kept release's tree
+ * (recycle.ts, tree.ts).
  */
-export function createReleaseWriter(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null = null, options: RecorderOptions = {}): ReleaseWriter {
-  const tree = createReleaseTree(releaseDir, storeDir)
+export function createReleaseWriter(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null = null, options: RecorderOptions = {}, recycled = false): ReleaseWriter {
+  const tree = createReleaseTree(releaseDir, storeDir, recycled)
   const recorder = createManifestRecorder(releaseDir, onProgress, options)
   return {
     write(names, bytes) {

@@ -1,0 +1,210 @@
+/**
+ * A kept release's tree taken over by the next build (BUILD_RECYCLE): the release that the build
+ * would remove once it is live becomes the folder the new release is written into. Of its 5.1 M
+ * names at the large catalog only those whose body changed are touched, instead of linking every
+ * name afresh, and none has to be unlinked after the release goes live (removing an old release
+ * took two to five minutes: bench/results/BUILD-PROFILE.md).
+ *
+ * What keeps the tree exact:
+ * - Only a release the build would prune anyway is taken: never the live one, never the one live
+ *   before the build, never one of the newest KEEP_RELEASES − 1 (they stay for roll-backs).
+ * - Everything but its served tree is removed before the build writes (the catalog, manifest.tsv,
+ *   release.json, `public/mirror`); its manifest shards, the list of every name the tree holds
+ *   with its SHA-256, are kept aside in `.recycled/`.
+ * - The render puts each body into the content store only (tree.ts, `storeOnly`) and touches no
+ *   name of the release.
+ * - When the new manifest is sealed, each of its shards is compared with the recycled release's
+ *   (seal-manifest.ts; an identical shard is skipped): a name whose SHA-256 is the same already
+ *   holds those bytes and is left alone; a changed name is unlinked and linked to the stored body
+ *   (never written through: its inode is shared with the kept releases and the store); a new name
+ *   is linked; a name the new release does not have is unlinked, and folders left empty go. The
+ *   stored bodies whose last release link went are then removed from the store.
+ * - The released trees are never edited (a build writes a new one), so a release's tree is what its
+ *   manifest says.
+ * - A build that fails after taking the tree removes it, as it would have been removed after a
+ *   successful build, and sweeps the store.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
+import { linkOrCopy } from './tree.ts'
+import path from 'node:path'
+import { removeTree } from '../remove-tree.ts'
+import { manifestIndexSchema, pointerSchema, type ManifestEntry, type ShardRef } from './formats.ts'
+import { indexFile, MIRROR_DIR, parseShard, readGzipText, shardFile } from './manifest.ts'
+
+/** Release-relative folder of the recycled release's manifest shards, removed by the seal. */
+export const RECYCLED_DIR = '.recycled'
+
+/** The tree a pending release was started from. */
+export interface RecycledTree {
+  /** Serial of the release it was. */
+  serial: number
+  /** Its manifest shards (SHA-256 of each shard's text), in shard order. */
+  shards: ShardRef[]
+  /** Names it holds. */
+  files: number
+}
+
+/**
+ * The newest release the build would prune after publishing (keep `keep` releases counting the new
+ * one; never `live` or `previous`) whose manifest can be read; null when there is none.
+ */
+export function findRecyclable(releasesDir: string, keep: number, live: string | null): { dir: string; serial: number } | null {
+  const serials = readdirSync(releasesDir)
+    .filter((n) => /^\d+$/.test(n))
+    .sort()
+    .reverse()
+  for (const name of serials.slice(Math.max(2, keep) - 1)) {
+    const dir = path.join(releasesDir, name)
+    if (dir === live) continue
+    if (readIndex(dir)) return { dir, serial: Number(name) }
+  }
+  return null
+}
+
+/**
+ * Moves the release in `from` to `to` (a pending release folder, which must not exist) and strips
+ * it to its served tree: its manifest shards go to `to/.recycled/`, everything else but
+ * `public/` (and `public/mirror`) is removed.
+ */
+export function takeRecycledTree(from: string, to: string, serial: number): RecycledTree {
+  const index = readIndex(from)
+  if (!index) throw new Error(`${from} has no readable manifest: it cannot be recycled`)
+  renameSync(from, to)
+  const aside = path.join(to, RECYCLED_DIR)
+  mkdirSync(aside)
+  for (const ref of index.shards) {
+    const target = path.join(aside, `${ref.sha256}.tsv.gz`)
+    // Two shards with the same text (both empty) share a file.
+    if (!existsSync(target)) renameSync(path.join(to, shardFile(ref.sha256)), target)
+  }
+  removeTree(path.join(to, MIRROR_DIR))
+  for (const name of readdirSync(to)) {
+    if (name === 'public' || name === RECYCLED_DIR) continue
+    rmSync(path.join(to, name), { recursive: true, force: true })
+  }
+  const recycled: RecycledTree = { serial, shards: index.shards, files: index.files }
+  writeFileSync(path.join(aside, 'index.json'), JSON.stringify(recycled) + '\n')
+  return recycled
+}
+
+/** What reconciling a recycled tree with the new manifest did. */
+export interface ReconcileStats {
+  /** Names linked to a new body: not in the recycled tree, or there with other bytes. */
+  linked: number
+  /** Names of the recycled tree the new release does not have, unlinked. */
+  removed: number
+  /** Shards of the recycled tree identical to the new release's (nothing to compare). */
+  sameShards: number
+  /** Stored bodies no release names any more, removed from the store. */
+  swept: number
+}
+
+/**
+ * Compares the new release's manifest, shard by shard, with the recycled tree's and removes what
+ * only the recycled release had. `shard` is called with each new shard's sorted entries as the
+ * manifest is sealed; `finish` removes emptied folders and unreferenced store entries, then the
+ * recycled shards.
+ */
+export function createReconciler(releaseDir: string, recycled: RecycledTree, storeDir: string | null): {
+  shard(index: number, sha256: string, entries: readonly ManifestEntry[]): void
+  finish(): ReconcileStats
+} {
+  if (!storeDir) throw new Error('a recycled release tree needs the content store')
+  const stats: ReconcileStats = { linked: 0, removed: 0, sameShards: 0, swept: 0 }
+  // SHA-256 of bodies a recycled name held and the new release does not hold under that name.
+  const dropped = new Set<string>()
+  const folders = new Set<string>()
+  const made = new Set<string>()
+  const unlink = (name: string): void => {
+    try {
+      unlinkSync(path.join(releaseDir, name))
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    }
+  }
+  const link = (e: ManifestEntry): void => {
+    const target = path.join(releaseDir, e.path)
+    const dir = path.dirname(target)
+    if (!made.has(dir)) {
+      mkdirSync(dir, { recursive: true })
+      made.add(dir)
+    }
+    linkOrCopy(path.join(storeDir, e.sha256.slice(0, 2), e.sha256), target)
+    stats.linked++
+  }
+  return {
+    shard(index, sha256, entries) {
+      const before = recycled.shards[index]
+      if (before?.sha256 === sha256) {
+        stats.sameShards++
+        return
+      }
+      const old = before ? parseShard(readGzipText(readFileSync(path.join(releaseDir, RECYCLED_DIR, `${before.sha256}.tsv.gz`)))) : []
+      // Both lists are sorted by name (manifest.ts): one merge.
+      let i = 0
+      let j = 0
+      while (i < old.length || j < entries.length) {
+        const a = old[i]
+        const b = entries[j]
+        if (a && (!b || a.path < b.path)) {
+          dropped.add(a.sha256)
+          unlink(a.path)
+          stats.removed++
+          folders.add(path.dirname(a.path))
+          i++
+        } else if (b && (!a || b.path < a.path)) {
+          link(b)
+          j++
+        } else {
+          if (a!.sha256 !== b!.sha256) {
+            dropped.add(a!.sha256)
+            unlink(a!.path)
+            link(b!)
+          }
+          i++
+          j++
+        }
+      }
+    },
+    finish() {
+      for (const folder of folders) removeEmptyFolders(releaseDir, folder)
+      for (const sha256 of dropped) {
+        const file = path.join(storeDir, sha256.slice(0, 2), sha256)
+        const st = statSync(file, { throwIfNoEntry: false })
+        if (st && st.nlink <= 1) {
+          unlinkSync(file)
+          stats.swept++
+        }
+      }
+      rmSync(path.join(releaseDir, RECYCLED_DIR), { recursive: true, force: true })
+      return stats
+    },
+  }
+}
+
+/** Removes `folder` (release-relative) and its parents while they are empty, up to `public/`. */
+function removeEmptyFolders(releaseDir: string, folder: string): void {
+  for (let dir = folder; dir !== 'public' && dir !== '.' && dir !== ''; dir = path.dirname(dir)) {
+    try {
+      rmdirSync(path.join(releaseDir, dir))
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ENOTEMPTY' || code === 'EEXIST' || code === 'ENOENT') return
+      throw err
+    }
+  }
+}
+
+/** The manifest index of a sealed release, or null (a release from before manifests, or damaged). */
+function readIndex(releaseDir: string): { shards: ShardRef[]; files: number } | null {
+  try {
+    const pointer = pointerSchema.safeParse(JSON.parse(readFileSync(path.join(releaseDir, MIRROR_DIR, 'pointer.json'), 'utf8')))
+    if (!pointer.success) return null
+    const index = manifestIndexSchema.safeParse(JSON.parse(readFileSync(path.join(releaseDir, indexFile(pointer.data.id)), 'utf8')))
+    if (!index.success) return null
+    for (const ref of index.data.shards) if (!existsSync(path.join(releaseDir, shardFile(ref.sha256)))) return null
+    return index.data
+  } catch {
+    return null
+  }
+}
