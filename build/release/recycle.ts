@@ -147,17 +147,17 @@ export function createReconciler(releaseDir: string, recycled: RecycledTree, sto
         const a = old[i]
         const b = entries[j]
         if (a && (!b || a.path < b.path)) {
-          dropped.add(a.sha256)
+          dropped.add(detach(a.sha256))
           unlink(a.path)
           stats.removed++
-          folders.add(path.dirname(a.path))
+          folders.add(detach(path.dirname(a.path)))
           i++
         } else if (b && (!a || b.path < a.path)) {
           link(b)
           j++
         } else {
           if (a!.sha256 !== b!.sha256) {
-            dropped.add(a!.sha256)
+            dropped.add(detach(a!.sha256))
             unlink(a!.path)
             link(b!)
           }
@@ -180,6 +180,15 @@ export function createReconciler(releaseDir: string, recycled: RecycledTree, sto
       return stats
     },
   }
+}
+
+/**
+ * A copy of a string that does not hold on to the text it was cut from: V8 keeps a substring as a
+ * slice of its parent, so one SHA-256 kept from a parsed shard kept the whole 2.7 MB shard text, and
+ * the hashes dropped from all 256 shards held 700 MB (measured at the large catalog).
+ */
+function detach(s: string): string {
+  return Buffer.from(s, 'utf8').toString('utf8')
 }
 
 /** Removes `folder` (release-relative) and its parents while they are empty, up to `public/`. */
