@@ -6,7 +6,7 @@
  * taking the tree loses only that release.
  */
 import { createHash } from 'node:crypto'
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -161,12 +161,24 @@ describe('a release written over a recycled tree', () => {
     expectTreeMatchesManifest(live)
     expect(readlinkSync(path.join(dist, 'current'))).toBe('releases/00000005')
     expectStoreSwept(dist)
-    // The next build has no release to take over, and starts from an empty folder.
+    // The next build has no release to take over, and starts from an empty folder. It also clears
+    // what a killed build would leave: its folder, a body only that folder named, a half-written
+    // store entry.
     writeFileSync(broken, good)
+    const killed = path.join(dist, 'releases', '.tmp-00000006')
+    mkdirSync(path.join(killed, 'public'), { recursive: true })
+    const orphan = path.join(dist, 'store', 'ff', 'f'.repeat(64))
+    mkdirSync(path.dirname(orphan), { recursive: true })
+    writeFileSync(orphan, 'a body only a killed build named')
+    linkSync(orphan, path.join(killed, 'public', 'orphan.json'))
+    writeFileSync(`${orphan}.tmp-999999`, 'half')
     logs.length = 0
     await build(dist)
     expect(logs.some((l) => l.startsWith('Writing release'))).toBe(false)
     expectTreeMatchesManifest(release('00000006'))
+    expect(existsSync(orphan)).toBe(false)
+    expect(existsSync(`${orphan}.tmp-999999`)).toBe(false)
+    expectStoreSwept(dist)
   })
 
   it('is switched by BUILD_RECYCLE, on when unset; anything but 0 or 1 is refused naming the variable', () => {

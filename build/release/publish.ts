@@ -46,9 +46,16 @@ export function prepareRelease(distDir: string, recycleKeep: number | null = nul
   const releases = path.join(distDir, 'releases')
   mkdirSync(releases, { recursive: true })
   takeLock(distDir)
+  // A killed build's folder, and the stored bodies only it named (they have no other link, as the
+  // temporary files a killed write left in the store): with old releases taken over rather than
+  // removed (recycle.ts), no other build would sweep them.
+  let killed = false
   for (const name of readdirSync(releases)) {
-    if (name.startsWith('.tmp-')) removeTree(path.join(releases, name))
+    if (!name.startsWith('.tmp-')) continue
+    removeTree(path.join(releases, name))
+    killed = true
   }
+  if (killed) pruneStore(path.join(distDir, 'store'))
   const serials = readdirSync(releases).filter((n) => /^\d+$/.test(n)).map(Number)
   const serial = Math.max(0, ...serials) + 1
   const id = String(serial).padStart(8, '0')
