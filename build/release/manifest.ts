@@ -120,8 +120,11 @@ export function parseChanges(text: string): Change[] {
   })
 }
 
-/** Compares two sorted entry lists of one shard; calls `emit` per change and returns the counts. */
-export function diffShard(before: ManifestEntry[], after: ManifestEntry[], emit: (c: Change) => void): DiffCounts {
+/**
+ * Compares two sorted entry lists of one shard; calls `emit` per change (with the entry it replaces
+ * or removes, for a change or a removal) and returns the counts.
+ */
+export function diffShard(before: readonly ManifestEntry[], after: readonly ManifestEntry[], emit: (c: Change, was?: ManifestEntry) => void): DiffCounts {
   const counts: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
   let i = 0
   let j = 0
@@ -133,12 +136,12 @@ export function diffShard(before: ManifestEntry[], after: ManifestEntry[], emit:
       counts.added++
       j++
     } else if (a && (!b || a.path < b.path)) {
-      emit({ kind: 'R', path: a.path })
+      emit({ kind: 'R', path: a.path }, a)
       counts.removed++
       i++
     } else {
       if (a!.sha256 !== b!.sha256 || a!.size !== b!.size) {
-        emit({ kind: 'C', entry: b! })
+        emit({ kind: 'C', entry: b! }, a!)
         counts.changed++
       } else counts.unchanged++
       i++

@@ -29,7 +29,7 @@ import { linkOrCopy } from './tree.ts'
 import path from 'node:path'
 import { removeTree } from '../remove-tree.ts'
 import { manifestIndexSchema, pointerSchema, type ManifestEntry, type ShardRef } from './formats.ts'
-import { indexFile, MIRROR_DIR, parseShard, readGzipText, shardFile } from './manifest.ts'
+import { diffShard, indexFile, MIRROR_DIR, parseShard, readGzipText, shardFile } from './manifest.ts'
 
 /** Release-relative folder of the recycled release's manifest shards, removed by the seal. */
 export const RECYCLED_DIR = '.recycled'
@@ -140,31 +140,16 @@ export function createReconciler(releaseDir: string, recycled: RecycledTree, sto
         return
       }
       const old = before ? parseShard(readGzipText(readFileSync(path.join(releaseDir, RECYCLED_DIR, `${before.sha256}.tsv.gz`)))) : []
-      // Both lists are sorted by name (manifest.ts): one merge.
-      let i = 0
-      let j = 0
-      while (i < old.length || j < entries.length) {
-        const a = old[i]
-        const b = entries[j]
-        if (a && (!b || a.path < b.path)) {
-          dropped.add(detach(a.sha256))
-          unlink(a.path)
-          stats.removed++
-          folders.add(detach(path.dirname(a.path)))
-          i++
-        } else if (b && (!a || b.path < a.path)) {
-          link(b)
-          j++
-        } else {
-          if (a!.sha256 !== b!.sha256) {
-            dropped.add(detach(a!.sha256))
-            unlink(a!.path)
-            link(b!)
-          }
-          i++
-          j++
+      diffShard(old, entries, (c, was) => {
+        if (was) {
+          dropped.add(detach(was.sha256))
+          unlink(was.path)
         }
-      }
+        if (c.kind === 'R') {
+          stats.removed++
+          folders.add(detach(path.dirname(c.path)))
+        } else link(c.entry)
+      })
     },
     finish() {
       for (const folder of folders) removeEmptyFolders(releaseDir, folder)
