@@ -28,8 +28,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync
 import { linkOrCopy } from './tree.ts'
 import path from 'node:path'
 import { removeTree } from '../remove-tree.ts'
-import { manifestIndexSchema, pointerSchema, type ManifestEntry, type ShardRef } from './formats.ts'
-import { diffShard, indexFile, MIRROR_DIR, parseShard, readGzipText, shardFile } from './manifest.ts'
+import type { ManifestEntry, ManifestIndex, ShardRef } from './formats.ts'
+import { diffShard, MIRROR_DIR, parseShard, readGzipText, shardFile } from './manifest.ts'
+import { readIndex } from './seal-manifest.ts'
 
 /** Release-relative folder of the recycled release's manifest shards, removed by the seal. */
 export const RECYCLED_DIR = '.recycled'
@@ -56,7 +57,7 @@ export function findRecyclable(releasesDir: string, keep: number, live: string |
   for (const name of serials.slice(Math.max(2, keep) - 1)) {
     const dir = path.join(releasesDir, name)
     if (dir === live) continue
-    if (readIndex(dir)) return { dir, serial: Number(name) }
+    if (readWholeIndex(dir)) return { dir, serial: Number(name) }
   }
   return null
 }
@@ -67,7 +68,7 @@ export function findRecyclable(releasesDir: string, keep: number, live: string |
  * `public/` (and `public/mirror`) is removed.
  */
 export function takeRecycledTree(from: string, to: string, serial: number): RecycledTree {
-  const index = readIndex(from)
+  const index = readWholeIndex(from)
   if (!index) throw new Error(`${from} has no readable manifest: it cannot be recycled`)
   renameSync(from, to)
   const aside = path.join(to, RECYCLED_DIR)
@@ -189,15 +190,11 @@ function removeEmptyFolders(releaseDir: string, folder: string): void {
   }
 }
 
-/** The manifest index of a sealed release, or null (a release from before manifests, or damaged). */
-function readIndex(releaseDir: string): { shards: ShardRef[]; files: number } | null {
+/** The manifest index of a sealed release whose shards are all there, or null (before manifests, or damaged). */
+function readWholeIndex(releaseDir: string): ManifestIndex | null {
   try {
-    const pointer = pointerSchema.safeParse(JSON.parse(readFileSync(path.join(releaseDir, MIRROR_DIR, 'pointer.json'), 'utf8')))
-    if (!pointer.success) return null
-    const index = manifestIndexSchema.safeParse(JSON.parse(readFileSync(path.join(releaseDir, indexFile(pointer.data.id)), 'utf8')))
-    if (!index.success) return null
-    for (const ref of index.data.shards) if (!existsSync(path.join(releaseDir, shardFile(ref.sha256)))) return null
-    return index.data
+    const index = readIndex(releaseDir)?.index
+    return index && index.shards.every((ref) => existsSync(path.join(releaseDir, shardFile(ref.sha256)))) ? index : null
   } catch {
     return null
   }

@@ -92,7 +92,7 @@ export async function writeManifest(
 }
 
 /** The manifest index of a sealed release, or null for a release built before manifests existed. */
-function readIndex(releaseDir: string): { dir: string; index: ManifestIndex } | null {
+export function readIndex(releaseDir: string): { dir: string; index: ManifestIndex } | null {
   const pointer = path.join(releaseDir, 'public/mirror/pointer.json')
   if (!existsSync(pointer)) return null
   const info = pointerSchema.safeParse(JSON.parse(readFileSync(pointer, 'utf8')))
