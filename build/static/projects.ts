@@ -4,7 +4,7 @@
  */
 import type { CatalogMaps } from '../catalog.ts'
 import type { Db } from '../db/sqlite.ts'
-import { renderBody, renderPageMeta, renderRawListBody } from '../render/body.ts'
+import { renderBodyBytes, renderPageMeta, renderRawListBytes } from '../render/body.ts'
 import { renderProjectDetail } from '../render/resources.ts'
 import type { Author, ProjectSummary, Version } from '../schema/api.ts'
 import type { SourceProject } from '../schema/source.ts'
@@ -62,12 +62,12 @@ export async function writeProjectFiles(db: Db, maps: CatalogMaps, writer: Relea
         user: maps.authors.get(m.user_id)!,
       }))
       const names = (suffix: string): string[] => [apiFile(`/projects/${p.id}${suffix}`), apiFile(`/projects/${p.slug}${suffix}`)]
-      writer.write(names(''), renderBody(renderProjectDetail(summary, source, team, current)).bytes)
-      writer.write(names('/files'), renderBody(current?.files ?? []).bytes)
+      writer.write(names(''), renderBodyBytes(renderProjectDetail(summary, source, team, current)))
+      writer.write(names('/files'), renderBodyBytes(current?.files ?? []))
       const total = totals.get(p.id) ?? 0
       writer.write(
         names('/versions'),
-        renderRawListBody(pageRows.map((r) => r.json), renderPageMeta(1, DEFAULT_LIMIT, total)).bytes,
+        renderRawListBytes(pageRows.map((r) => r.json), renderPageMeta(1, DEFAULT_LIMIT, total)),
       )
       const d = deps.get(p.id) ?? { projects: [], versions: [] }
       writer.write(names('/dependencies'), Buffer.from(`{"data":{"projects":[${d.projects.join(',')}],"versions":[${d.versions.join(',')}]}}`))

@@ -5,7 +5,7 @@
 import path from 'node:path'
 import type { Db } from '../db/sqlite.ts'
 import { createOpenApiDocument } from '../openapi.ts'
-import { renderBody, renderPageMeta, renderRawListBody } from '../render/body.ts'
+import { renderBodyBytes, renderPageMeta, renderRawListBytes } from '../render/body.ts'
 import { renderStatistics } from '../render/resources.ts'
 import type { ReleaseSink } from '../release/write-sink.ts'
 import { apiFile, objectFile } from '../static-paths.ts'
@@ -22,16 +22,16 @@ export async function writeSiteFiles(db: Db, writer: ReleaseSink): Promise<void>
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
   const reference = async (kind: string, where = ''): Promise<string[]> =>
     (await db.all<{ json: string }>(`SELECT json FROM reference WHERE kind = ? ${where} ORDER BY position`, [kind])).map((r) => r.json)
-  writer.write([apiFile('/categories')], renderRawListBody(await reference('category')).bytes)
-  writer.write([apiFile('/types')], renderRawListBody(await reference('type')).bytes)
-  writer.write([apiFile(`/${game}/versions`)], renderRawListBody(await reference('game-version', `AND filter = 'release'`)).bytes)
+  writer.write([apiFile('/categories')], renderRawListBytes(await reference('category')))
+  writer.write([apiFile('/types')], renderRawListBytes(await reference('type')))
+  writer.write([apiFile(`/${game}/versions`)], renderRawListBytes(await reference('game-version', `AND filter = 'release'`)))
   const totals = (await db.get<{ projects: number; versions: number; files: number; authors: number; downloads: number }>(statisticsSql))!
-  writer.write([apiFile('/statistics')], renderBody(renderStatistics(totals)).bytes)
+  writer.write([apiFile('/statistics')], renderBodyBytes(renderStatistics(totals)))
   // The document is the body itself, not wrapped in { data }.
   writer.write([apiFile('/openapi.json')], Buffer.from(JSON.stringify(createOpenApiDocument(game))))
   const top = await db.all<{ json: string }>(`SELECT summary_json AS json FROM projects ORDER BY downloads DESC, id LIMIT ${DEFAULT_LIMIT}`)
   const meta = renderPageMeta(1, DEFAULT_LIMIT, totals.projects)
-  writer.write([apiFile('/projects'), apiFile('/search')], renderRawListBody(top.map((r) => r.json), meta).bytes)
+  writer.write([apiFile('/projects'), apiFile('/search')], renderRawListBytes(top.map((r) => r.json), meta))
 }
 
 /** Copies the bytes of every visible file that has a blob to its content-addressed name. */

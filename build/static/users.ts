@@ -1,6 +1,6 @@
 /** Pre-renders each user's profile and project list (not paginated: all public projects, downloads desc). */
 import type { Db } from '../db/sqlite.ts'
-import { renderRawBody, renderRawListBody } from '../render/body.ts'
+import { renderRawBytes, renderRawListBytes } from '../render/body.ts'
 import type { ReleaseSink } from '../release/write-sink.ts'
 import { apiFile } from '../static-paths.ts'
 import { prefetchBatches } from './prefetch.ts'
@@ -31,8 +31,8 @@ export async function writeUserFiles(db: Db, writer: ReleaseSink): Promise<void>
   })
   for await (const { users, projects } of batches) {
     for (const u of users) {
-      writer.write([apiFile(`/users/${u.username}`), apiFile(`/users/${u.id}`)], renderRawBody(u.profile_json).bytes)
-      const list = renderRawListBody((projects.get(u.id) ?? []).map((r) => r.json)).bytes
+      writer.write([apiFile(`/users/${u.username}`), apiFile(`/users/${u.id}`)], renderRawBytes(u.profile_json))
+      const list = renderRawListBytes((projects.get(u.id) ?? []).map((r) => r.json))
       writer.write([apiFile(`/users/${u.username}/projects`), apiFile(`/users/${u.id}/projects`)], list)
     }
     await writer.drain()

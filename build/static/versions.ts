@@ -6,7 +6,7 @@
  * these same files: at the large catalog every extra name per version costs a million links.
  */
 import { openDb, type Db } from '../db/sqlite.ts'
-import { renderRawBody } from '../render/body.ts'
+import { renderRawBytes } from '../render/body.ts'
 import type { ReleaseSink } from '../release/write-sink.ts'
 import { apiFile } from '../static-paths.ts'
 import { prefetchBatches } from './prefetch.ts'
@@ -63,7 +63,7 @@ export async function writeVersionFiles(db: Db, writer: ReleaseSink): Promise<vo
           apiFile(`/projects/${r.slug}/versions/${r.number}`),
           ...(JSON.parse(r.hashes) as string[]).map((h) => apiFile(`/version-files/${h}`)),
         ]
-        writer.write(names, renderRawBody(r.json).bytes)
+        writer.write(names, renderRawBytes(r.json))
       }
       await writer.drain()
     }
