@@ -62,10 +62,15 @@ export function joinShard(lines: string[]): string {
   return lines.sort().join('')
 }
 
+/** The lines of a shard's text, without their newlines. */
+export function shardLines(text: string): string[] {
+  if (text === '') return []
+  return text.replace(/\n$/, '').split('\n')
+}
+
 /** Entries of a shard's text. */
 export function parseShard(text: string): ManifestEntry[] {
-  if (text === '') return []
-  return text.replace(/\n$/, '').split('\n').map(parseEntry)
+  return shardLines(text).map(parseEntry)
 }
 
 /** Entries of a gzip shard (or change) file's bytes. */
@@ -128,25 +133,65 @@ export function parseChanges(text: string): Change[] {
  * or removes, for a change or a removal) and returns the counts.
  */
 export function diffShard(before: readonly ManifestEntry[], after: readonly ManifestEntry[], emit: (c: Change, was?: ManifestEntry) => void): DiffCounts {
+  const same = (a: ManifestEntry, b: ManifestEntry): boolean => a.path === b.path && a.sha256 === b.sha256 && a.size === b.size
+  return mergeShard(before, after, same, (e) => e.path, (e) => e, emit)
+}
+
+/**
+ * diffShard over the sorted lines of two shards (shardLines): an equal line is an unchanged entry
+ * and is not parsed, so only the lines of changes are (parseEntry, which checks them). Parsing
+ * every entry of a release's shards cost about 2.5 µs a line, 13 s for the 5.1 M names of the large
+ * catalog, once for the new shards, once for the previous release's and once for a recycled tree's
+ * (bench/results/BUILD-PROFILE.md). Lines sort as their names do: the tab after a name sorts
+ * before any character a name may hold.
+ */
+export function diffShardLines(before: readonly string[], after: readonly string[], emit: (c: Change, was?: ManifestEntry) => void): DiffCounts {
+  const pathOf = (line: string): string => {
+    const tab = line.indexOf('\t')
+    return tab < 0 ? line : line.slice(0, tab)
+  }
+  return mergeShard(before, after, (a, b) => a === b, pathOf, parseEntry, emit)
+}
+
+/**
+ * The merge of two sorted lists of one shard's entries (or their lines): `same` items are unchanged;
+ * otherwise the smaller name is added (only in `after`) or removed (only in `before`), and an equal
+ * name changed. `entryOf` is called for the items of changes only.
+ */
+function mergeShard<T>(
+  before: readonly T[],
+  after: readonly T[],
+  same: (a: T, b: T) => boolean,
+  pathOf: (item: T) => string,
+  entryOf: (item: T) => ManifestEntry,
+  emit: (c: Change, was?: ManifestEntry) => void,
+): DiffCounts {
   const counts: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
   let i = 0
   let j = 0
   while (i < before.length || j < after.length) {
-    const a = before[i]
-    const b = after[j]
-    if (b && (!a || b.path < a.path)) {
-      emit({ kind: 'A', entry: b })
+    const a = i < before.length ? before[i]! : undefined
+    const b = j < after.length ? after[j]! : undefined
+    if (a !== undefined && b !== undefined && same(a, b)) {
+      counts.unchanged++
+      i++
+      j++
+      continue
+    }
+    const pa = a === undefined ? undefined : pathOf(a)
+    const pb = b === undefined ? undefined : pathOf(b)
+    if (pb !== undefined && (pa === undefined || pb < pa)) {
+      emit({ kind: 'A', entry: entryOf(b!) })
       counts.added++
       j++
-    } else if (a && (!b || a.path < b.path)) {
-      emit({ kind: 'R', path: a.path }, a)
+    } else if (pa !== undefined && (pb === undefined || pa < pb)) {
+      const was = entryOf(a!)
+      emit({ kind: 'R', path: was.path }, was)
       counts.removed++
       i++
     } else {
-      if (a!.sha256 !== b!.sha256 || a!.size !== b!.size) {
-        emit({ kind: 'C', entry: b! }, a!)
-        counts.changed++
-      } else counts.unchanged++
+      emit({ kind: 'C', entry: entryOf(b!) }, entryOf(a!))
+      counts.changed++
       i++
       j++
     }

@@ -29,7 +29,7 @@ import { linkOrCopy } from './tree.ts'
 import path from 'node:path'
 import { removeTree } from '../remove-tree.ts'
 import type { ManifestEntry, ManifestIndex, ShardRef } from './formats.ts'
-import { diffShard, MIRROR_DIR, parseShard, readGzipText, shardFile } from './manifest.ts'
+import { diffShardLines, MIRROR_DIR, readGzipText, shardFile, shardLines } from './manifest.ts'
 import { readIndex } from './seal-manifest.ts'
 
 /** Release-relative folder of the recycled release's manifest shards, removed by the seal. */
@@ -107,7 +107,7 @@ export interface ReconcileStats {
  * recycled shards.
  */
 export function createReconciler(releaseDir: string, recycled: RecycledTree, storeDir: string | null): {
-  shard(index: number, sha256: string, entries: readonly ManifestEntry[]): void
+  shard(index: number, sha256: string, lines: readonly string[]): void
   finish(): ReconcileStats
 } {
   if (!storeDir) throw new Error('a recycled release tree needs the content store')
@@ -134,14 +134,14 @@ export function createReconciler(releaseDir: string, recycled: RecycledTree, sto
     stats.linked++
   }
   return {
-    shard(index, sha256, entries) {
+    shard(index, sha256, lines) {
       const before = recycled.shards[index]
       if (before?.sha256 === sha256) {
         stats.sameShards++
         return
       }
-      const old = before ? parseShard(readGzipText(readFileSync(path.join(releaseDir, RECYCLED_DIR, `${before.sha256}.tsv.gz`)))) : []
-      diffShard(old, entries, (c, was) => {
+      const old = before ? shardLines(readGzipText(readFileSync(path.join(releaseDir, RECYCLED_DIR, `${before.sha256}.tsv.gz`)))) : []
+      diffShardLines(old, lines, (c, was) => {
         if (was) {
           dropped.add(detach(was.sha256))
           unlink(was.path)

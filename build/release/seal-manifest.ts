@@ -8,8 +8,8 @@ import { createHash } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
-import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestEntry, type ManifestIndex, type ShardRef } from './formats.ts'
-import { addCounts, changeFile, diffShard, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, parseShard, readGzipText, shardFile } from './manifest.ts'
+import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestIndex, type ShardRef } from './formats.ts'
+import { addCounts, changeFile, diffShardLines, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readGzipText, shardFile, shardLines } from './manifest.ts'
 import { linkOrCopy, RAW_SHARDS_DIR } from './writer.ts'
 
 /** What sealing the manifest produced. */
@@ -23,14 +23,14 @@ export interface SealedManifest {
 /**
  * Writes the manifest shards, index and change file of a release; removes the raw shards. Yields to
  * the event loop after each shard (a fifth of a second at the large catalog), so the seal can start
- * its worker processes as their inputs become ready. `onShard` is given each shard's sorted entries
- * (a recycled tree is reconciled with them, recycle.ts).
+ * its worker processes as their inputs become ready. `onShard` is given each shard's sorted lines
+ * (shardLines; a recycled tree is reconciled with them, recycle.ts).
  */
 export async function writeManifest(
   releaseDir: string,
   previousDir: string | null,
   release: { serial: number; id: string },
-  onShard?: (index: number, sha256: string, entries: readonly ManifestEntry[]) => void,
+  onShard?: (index: number, sha256: string, lines: readonly string[]) => void,
 ): Promise<SealedManifest> {
   const previous = previousDir ? readIndex(previousDir) : null
   mkdirSync(path.join(releaseDir, path.dirname(shardFile('x'))), { recursive: true })
@@ -48,25 +48,27 @@ export async function writeManifest(
     const raw = path.join(releaseDir, RAW_SHARDS_DIR, `${shard}.tsv`)
     const text = joinShard(splitLines(readFileSync(raw, 'utf8')))
     const sha256 = hashBytes(text)
-    const entries = parseShard(text)
-    files += entries.length
-    onShard?.(i, sha256, entries)
+    const lines = shardLines(text)
+    files += lines.length
+    onShard?.(i, sha256, lines)
     const before = previous?.index.shards[i]
     if (before && before.sha256 === sha256) {
-      counts.unchanged += entries.length
-      shards.push({ shard, sha256, files: entries.length, size: before.size })
+      counts.unchanged += lines.length
+      shards.push({ shard, sha256, files: lines.length, size: before.size })
       linkOrCopy(path.join(previous!.dir, shardFile(sha256)), path.join(releaseDir, shardFile(sha256)))
       continue
     }
     const gz = gzipSync(text)
     writeFileSync(path.join(releaseDir, shardFile(sha256)), gz)
-    shards.push({ shard, sha256, files: entries.length, size: gz.length })
-    const old: ManifestEntry[] = before ? parseShard(readGzipText(readFileSync(path.join(previous!.dir, shardFile(before.sha256))))) : []
-    const lines: string[] = []
-    addCounts(counts, diffShard(old, entries, (c) => lines.push(formatChange(c))))
-    if (lines.length > 0) {
+    shards.push({ shard, sha256, files: lines.length, size: gz.length })
+    // Compared line by line: only the lines of changes are parsed (and checked), so a name added or
+    // changed by this build is checked, and an unchanged one was when it was added.
+    const old = before ? shardLines(readGzipText(readFileSync(path.join(previous!.dir, shardFile(before.sha256))))) : []
+    const changes: string[] = []
+    addCounts(counts, diffShardLines(old, lines, (c) => changes.push(formatChange(c))))
+    if (changes.length > 0) {
       // Gzip members concatenated are one valid gzip stream: a shard's changes never wait in memory.
-      const changeText = lines.join('')
+      const changeText = changes.join('')
       changeHash.update(changeText)
       const member = gzipSync(changeText)
       writeSync(changeFd, member)

@@ -1,0 +1,82 @@
+/**
+ * The seal compares shards line by line (diffShardLines) where the publisher compares parsed entries
+ * (diffShard): both must give the same changes, in the same order, with the same replaced entries.
+ */
+import { describe, expect, it } from 'vitest'
+import type { ManifestEntry } from '../build/release/formats.ts'
+import { diffShard, diffShardLines, formatEntry, joinShard, parseShard, shardLines, type Change } from '../build/release/manifest.ts'
+
+const sha = (n: number): string => n.toString(16).padStart(64, '0')
+const entry = (path: string, n: number, size = 100 + n): ManifestEntry => ({ path, sha256: sha(n), size })
+const text = (entries: ManifestEntry[]): string => joinShard(entries.map(formatEntry))
+
+function both(before: ManifestEntry[], after: ManifestEntry[]): { byEntries: unknown; byLines: unknown } {
+  const run = (diff: (emit: (c: Change, was?: ManifestEntry) => void) => unknown): unknown => {
+    const seen: unknown[] = []
+    const counts = diff((c, was) => seen.push([c, was]))
+    return { counts, seen }
+  }
+  const [b, a] = [text(before), text(after)]
+  return {
+    byEntries: run((emit) => diffShard(parseShard(b), parseShard(a), emit)),
+    byLines: run((emit) => diffShardLines(shardLines(b), shardLines(a), emit)),
+  }
+}
+
+describe('diffShardLines', () => {
+  it('gives the changes diffShard gives, with the entries they replace', () => {
+    const before = [
+      entry('public/api/v1/a.json', 1),
+      entry('public/api/v1/a/b.json', 2),
+      entry('public/api/v1/gone.json', 3),
+      entry('public/api/v1/same.json', 4),
+      entry('public/api/v1/sized.json', 5, 10),
+      entry('public/api/v1/x.json', 6),
+    ]
+    const after = [
+      entry('public/api/v1/a.json', 1),
+      entry('public/api/v1/a/b.json', 7),
+      entry('public/api/v1/a/c.json', 8),
+      entry('public/api/v1/same.json', 4),
+      entry('public/api/v1/sized.json', 5, 11),
+      entry('public/api/v1/y.json', 9),
+    ]
+    const { byEntries, byLines } = both(before, after)
+    expect(byLines).toEqual(byEntries)
+    expect(byLines).toMatchObject({ counts: { added: 2, changed: 2, removed: 2, unchanged: 2 } })
+    // In name order, a replaced or removed entry passed beside its change.
+    expect((byLines as { seen: unknown[] }).seen).toEqual([
+      [{ kind: 'C', entry: entry('public/api/v1/a/b.json', 7) }, entry('public/api/v1/a/b.json', 2)],
+      [{ kind: 'A', entry: entry('public/api/v1/a/c.json', 8) }, undefined],
+      [{ kind: 'R', path: 'public/api/v1/gone.json' }, entry('public/api/v1/gone.json', 3)],
+      [{ kind: 'C', entry: entry('public/api/v1/sized.json', 5, 11) }, entry('public/api/v1/sized.json', 5, 10)],
+      [{ kind: 'R', path: 'public/api/v1/x.json' }, entry('public/api/v1/x.json', 6)],
+      [{ kind: 'A', entry: entry('public/api/v1/y.json', 9) }, undefined],
+    ])
+  })
+
+  it('agrees with diffShard on empty shards and on many generated ones', () => {
+    expect(both([], []).byLines).toEqual({ counts: { added: 0, changed: 0, removed: 0, unchanged: 0 }, seen: [] })
+    for (let seed = 1; seed <= 20; seed++) {
+      const pick = (salt: number): ManifestEntry[] => {
+        const out: ManifestEntry[] = []
+        for (let i = 0; i < 60; i++) {
+          const r = (i * 7919 + seed * 104729 + salt * 31) % 97
+          if (r < 20) continue
+          out.push(entry(`public/api/v1/p/${i % 9 === 0 ? `${i}/sub` : i}.json`, r < 70 ? i : i + 1000 * salt))
+        }
+        return out
+      }
+      const { byEntries, byLines } = both(pick(1), pick(2))
+      expect(byLines).toEqual(byEntries)
+    }
+  })
+
+  it('checks the lines of changes and leaves equal lines unparsed', () => {
+    const good = formatEntry(entry('public/api/v1/a.json', 1)).slice(0, -1)
+    expect(() => diffShardLines([], ['public/../etc\t' + sha(1) + '\t5'], () => {})).toThrow(/malformed manifest line/)
+    expect(() => diffShardLines([good], [good.replace(/\t\d+$/, '\tx')], () => {})).toThrow(/malformed manifest line/)
+    // An unchanged line is the same text as one already checked when it was added.
+    expect(diffShardLines([good], [good], () => {})).toEqual({ added: 0, changed: 0, removed: 0, unchanged: 1 })
+  })
+})
