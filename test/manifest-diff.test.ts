@@ -25,22 +25,11 @@ function both(before: ManifestEntry[], after: ManifestEntry[]): { byEntries: unk
 
 describe('diffShardLines', () => {
   it('gives the changes diffShard gives, with the entries they replace', () => {
-    const before = [
-      entry('public/api/v1/a.json', 1),
-      entry('public/api/v1/a/b.json', 2),
-      entry('public/api/v1/gone.json', 3),
-      entry('public/api/v1/same.json', 4),
-      entry('public/api/v1/sized.json', 5, 10),
-      entry('public/api/v1/x.json', 6),
-    ]
-    const after = [
-      entry('public/api/v1/a.json', 1),
-      entry('public/api/v1/a/b.json', 7),
-      entry('public/api/v1/a/c.json', 8),
-      entry('public/api/v1/same.json', 4),
-      entry('public/api/v1/sized.json', 5, 11),
-      entry('public/api/v1/y.json', 9),
-    ]
+    // [name under public/api/v1/, body number, size]: a name that is a prefix of another, a change of
+    // bytes, of size alone, an addition, removals, unchanged entries.
+    const list = (rows: [string, number, number?][]): ManifestEntry[] => rows.map(([name, n, size]) => entry(`public/api/v1/${name}.json`, n, size))
+    const before = list([['a', 1], ['a/b', 2], ['gone', 3], ['same', 4], ['sized', 5, 10], ['x', 6]])
+    const after = list([['a', 1], ['a/b', 7], ['a/c', 8], ['same', 4], ['sized', 5, 11], ['y', 9]])
     const { byEntries, byLines } = both(before, after)
     expect(byLines).toEqual(byEntries)
     expect(byLines).toMatchObject({ counts: { added: 2, changed: 2, removed: 2, unchanged: 2 } })
