@@ -25,7 +25,7 @@
  *   successful build, and sweeps the store.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
-import { linkOrCopy } from './tree.ts'
+import { linkOrCopy, storeFile } from './tree.ts'
 import path from 'node:path'
 import { removeTree } from '../remove-tree.ts'
 import type { ManifestEntry, ManifestIndex, ShardRef } from './formats.ts'
@@ -102,8 +102,8 @@ export interface ReconcileStats {
 
 /**
  * Compares the new release's manifest, shard by shard, with the recycled tree's and removes what
- * only the recycled release had. `shard` is called with each new shard's sorted entries as the
- * manifest is sealed; `finish` removes emptied folders and unreferenced store entries, then the
+ * only the recycled release had. `shard` is called with each new shard's sorted lines (shardLines)
+ * as the manifest is sealed; `finish` removes emptied folders and unreferenced store entries, then the
  * recycled shards.
  */
 export function createReconciler(releaseDir: string, recycled: RecycledTree, storeDir: string | null): {
@@ -130,7 +130,7 @@ export function createReconciler(releaseDir: string, recycled: RecycledTree, sto
       mkdirSync(dir, { recursive: true })
       made.add(dir)
     }
-    linkOrCopy(path.join(storeDir, e.sha256.slice(0, 2), e.sha256), target)
+    linkOrCopy(storeFile(storeDir, e.sha256), target)
     stats.linked++
   }
   return {
@@ -155,7 +155,7 @@ export function createReconciler(releaseDir: string, recycled: RecycledTree, sto
     finish() {
       for (const folder of folders) removeEmptyFolders(releaseDir, folder)
       for (const sha256 of dropped) {
-        const file = path.join(storeDir, sha256.slice(0, 2), sha256)
+        const file = storeFile(storeDir, sha256)
         const st = statSync(file, { throwIfNoEntry: false })
         if (st && st.nlink <= 1) {
           unlinkSync(file)

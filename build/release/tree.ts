@@ -40,7 +40,7 @@ export function createReleaseTree(releaseDir: string, storeDir: string | null, s
       linkOrCopy(first, target)
     }
   }
-  const stored = (sha256: string): string | null => (storeDir ? path.join(storeDir, sha256.slice(0, 2), sha256) : null)
+  const stored = (sha256: string): string | null => (storeDir ? storeFile(storeDir, sha256) : null)
   /**
    * The stored inode of a body, when the store has it with the expected size (a truncated entry left
    * by a crash is not trusted). An entry stored before bodies carried their content mtime is stamped
@@ -116,6 +116,11 @@ export function createReleaseTree(releaseDir: string, storeDir: string | null, s
       return true
     },
   }
+}
+
+/** The content store's file of a body: `<store>/<first two hex digits>/<sha256>`. */
+export function storeFile(storeDir: string, sha256: string): string {
+  return path.join(storeDir, sha256.slice(0, 2), sha256)
 }
 
 /**
