@@ -21,7 +21,7 @@ import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
 import { readQuery } from '../query.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
-import { answerCacheKey, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
+import { answerCacheKey, SINGLE_LOOKUP_PREFIX, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
 import { findUpdatesByHashes, findVersionsByHashes, type HashMatch } from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
 
@@ -33,9 +33,6 @@ function renderVersionsByHashBody(matches: readonly HashMatch[]): Body {
   const entries = matches.map((m) => `${JSON.stringify(m.hash)}:${m.json}`)
   return createBody(Buffer.from(`{"data":{${entries.join(',')}}}`))
 }
-
-/** The cache key (and file path) of a hash's single lookup, `{"data":<Version>}`. */
-const SINGLE_PREFIX = '/api/v1/version-files/'
 
 /**
  * What a bulk hash lookup's answer is made of, kept in the static cache under the query's exact
@@ -95,9 +92,9 @@ function spliceParts(
   let length = between.length
   let at = 0
   for (let i = 0; i < n; i++) {
-    const body = bodyAt(i)
+    const body = bodyAt(i) as Partial<SingleLookup> | undefined
     if (body === undefined) return undefined
-    const data = dataOf(body, releaseId, hashes?.[i] ?? body.etag)
+    const data = body.version ?? dataOf(body as Body, releaseId, hashes?.[i] ?? body.etag!)
     parts[2 * i] = between.subarray(at, ends[i])
     parts[2 * i + 1] = data
     length += data.length
@@ -122,6 +119,28 @@ function answerFromPlan(cache: StaticCache, plan: SplicePlan, releaseId: string)
 const DATA_PREFIX = Buffer.from('{"data":')
 
 /**
+ * A single lookup's body as the bulk lookup keeps it: bytes of its own (so StaticCache.put keeps
+ * the object as it is) and the `<Version>` bytes within them, cut once, that every answer splicing
+ * it sends. Cutting them per answer (checking the wrapper and making a view) took about 0.7 µs a
+ * hash, most of it two cache misses on the bytes (bench/results/PROFILE.md, Session 17). A body the
+ * static path read from the file has no cut and is checked and cut each time (dataOf).
+ */
+interface SingleLookup extends KeptBody {
+  version: Buffer
+}
+
+/** What the cut adds to the heap: a Buffer view and its slot (counted with the entry, heapBytes). */
+const VERSION_VIEW_HEAP_BYTES = 120
+
+/** The single lookup `{"data":<Version>}` of a version's stored JSON, as the bulk lookup keeps it. */
+function renderSingleLookup(json: string): SingleLookup {
+  const rendered = renderRawBody(json)
+  const bytes = Buffer.allocUnsafeSlow(rendered.bytes.length)
+  rendered.bytes.copy(bytes)
+  return { bytes, etag: rendered.etag, version: bytes.subarray(DATA_PREFIX.length, bytes.length - 1), heapBytes: VERSION_VIEW_HEAP_BYTES }
+}
+
+/**
  * VersionsByHash of the hashes: a hash whose single lookup (`/version-files/{hash}`, pre-rendered as
  * `{"data":<Version>}`) is in the static cache is spliced from those bytes; the others are found in
  * one SQL batch (findVersionsByHashes: the rule the build rendered those files by, so its Version
@@ -134,9 +153,8 @@ const DATA_PREFIX = Buffer.from('{"data":')
 async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly string[]): Promise<{ answer: BodyParts; plan: SplicePlan | undefined }> {
   const { cache } = ctx
   const generation = cache.generation
-  const keys = hashes.map((h) => `${SINGLE_PREFIX}${h}`)
   // One lookup a key: the entry's reference, for the plan, and its body through it.
-  const refs = keys.map((k) => cache.refOf?.(k))
+  const refs = hashes.map((h) => cache.refOfHash?.(h))
   const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
   const missing = hashes.filter((_, i) => bodies[i] === undefined)
   if (missing.length > 0) {
@@ -144,9 +162,9 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
     for (const [i, hash] of hashes.entries()) {
       const json = bodies[i] === undefined ? found.get(hash) : undefined
       if (json === undefined) continue
-      const rendered = renderRawBody(json)
-      bodies[i] = cache.put?.(keys[i]!, rendered, generation) ?? rendered
-      refs[i] = cache.refOf?.(keys[i]!)
+      const rendered = renderSingleLookup(json)
+      bodies[i] = cache.put?.(`${SINGLE_LOOKUP_PREFIX}${hash}`, rendered, generation) ?? rendered
+      refs[i] = cache.refOfHash?.(hash)
     }
   }
   const known = hashes.flatMap((_, i) => (bodies[i] === undefined ? [] : [i]))
