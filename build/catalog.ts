@@ -20,6 +20,7 @@ import {
 } from './render/resources.ts'
 import type { Author } from './schema/api.ts'
 import type { SourceProject, SourceUser } from './schema/source.ts'
+import { createHashFilter } from './hash-filter.ts'
 import { createSearchIndex } from './search-index.ts'
 
 /** In-memory lookups the renderers of the static tree need (small: one entry per user/project). */
@@ -40,6 +41,7 @@ export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSe
   await db.exec(`PRAGMA staging.cache_size = -${BUILD_CACHE_KIB}`)
   await writeReference(db)
   await writeVisibleRows(ctx, db)
+  await writeHashFilter(db)
   step('copied the visible versions, files and dependencies')
   const authors = await writeAuthors(db)
   const projects = await writeProjects(db, authors)
@@ -100,6 +102,28 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
       LEFT JOIN versions w ON w.id = d.value->>'versionId'
       WHERE d.value->>'external' IS NULL;
   `)
+}
+
+/** Rows of files read at a time for the hash filter (bounded memory at 1.2 M files). */
+const FILTER_PAGE = 50_000
+
+/** Stores the filter of every file's hashes (build/hash-filter.ts), read from the files table in pages. */
+async function writeHashFilter(db: Db): Promise<void> {
+  const { n } = (await db.get<{ n: number }>(`SELECT count(sha256) + count(sha1) AS n FROM files`))!
+  const filter = createHashFilter(n)
+  for (let after = 0; ; ) {
+    const rows = await db.all<{ rowid: number; sha256: string; sha1: string | null }>(
+      `SELECT rowid, sha256, sha1 FROM files WHERE rowid > ? ORDER BY rowid LIMIT ${FILTER_PAGE}`,
+      [after],
+    )
+    for (const row of rows) {
+      filter.add(row.sha256)
+      if (row.sha1 !== null) filter.add(row.sha1)
+    }
+    if (rows.length < FILTER_PAGE) break
+    after = rows[rows.length - 1]!.rowid
+  }
+  await db.run(`INSERT INTO hash_filter VALUES (?, ?, ?)`, [Buffer.from(filter.data.bits.buffer), filter.data.probes, n])
 }
 
 async function writeAuthors(db: Db): Promise<Map<string, Author>> {

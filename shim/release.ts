@@ -5,6 +5,7 @@
 import { existsSync, realpathSync } from 'node:fs'
 import path from 'node:path'
 import { createDbPool, openDb, type Db } from '../build/db/sqlite.ts'
+import { checkHashFilter, type HashFilterData } from '../build/hash-filter.ts'
 import { createBody } from '../build/render/body.ts'
 import type { StaticCache } from './static-cache.ts'
 
@@ -18,6 +19,8 @@ export interface Release {
   db: Db
   /** The game segment of `/{game}/versions`. */
   game: string
+  /** The catalog's filter of known file hashes (build/hash-filter.ts); undefined for a catalog built before it had one. */
+  knownHashes?: HashFilterData
 }
 
 /** How the shim opens a catalog: from ShimOptions' readConnections and catalogMmapBytes. */
@@ -76,6 +79,18 @@ async function openReader(file: string, mmapBytes: number): Promise<Db> {
   }
 }
 
+/**
+ * The catalog's filter of known hashes, or undefined when its catalog has no `hash_filter` table (built
+ * before it had one: every hash then goes to SQLite). A table without a sound row is refused: the
+ * filter would rule out files that are there.
+ */
+async function readHashFilter(db: Db, file: string): Promise<HashFilterData | undefined> {
+  const table = await db.get(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hash_filter'`)
+  if (!table) return undefined
+  const row = await db.get<{ bits: unknown; probes: unknown }>(`SELECT bits, probes FROM hash_filter`)
+  return checkHashFilter(row ?? { bits: undefined, probes: undefined }, file)
+}
+
 /** Real path of the release `current` points to, or null when there is none yet. */
 export function resolveLiveRelease(distDir: string): string | null {
   const pointer = path.join(distDir, 'current')
@@ -88,8 +103,14 @@ export async function openRelease(distDir: string, access: CatalogAccess): Promi
   const dir = resolveLiveRelease(distDir)
   if (!dir) throw new Error(`no release in ${distDir}: run \`npm run build\` first`)
   const db = await openCatalog(path.join(dir, 'catalog.sqlite'), access)
-  const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
-  return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, game }
+  try {
+    const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
+    const knownHashes = await readHashFilter(db, path.join(dir, 'catalog.sqlite'))
+    return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, game, knownHashes }
+  } catch (err) {
+    await db.close().catch(() => {})
+    throw err
+  }
 }
 
 /**
@@ -107,8 +128,9 @@ export async function openSnapshot(file: string, access: CatalogAccess): Promise
   }
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
   const dir = `${real}#snapshot`
+  const knownHashes = await readHashFilter(db, real)
   // A snapshot names no release (its bytes depend on the data only): its file name stands for it.
-  return { dir, publicDir: path.join(dir, 'public'), id: path.basename(real, '.sqlite'), db, game }
+  return { dir, publicDir: path.join(dir, 'public'), id: path.basename(real, '.sqlite'), db, game, knownHashes }
 }
 
 /** The static lookup of a snapshot: `read(dir, /api/v1/...)` answers from its tables (the release-relative `public/api/v1/....json`). */

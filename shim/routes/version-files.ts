@@ -16,10 +16,12 @@ import {
   versionFilesUpdateQuerySchema,
   versionFileUpdateQuerySchema,
 } from '../../build/schema/query.ts'
+import { mayContainHash } from '../../build/hash-filter.ts'
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
 import { readQuery } from '../query.ts'
+import type { Release } from '../release.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
 import { answerCacheKey, SINGLE_LOOKUP_PREFIX, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
 import { findUpdatesByHashes, findVersionsByHashes, type HashMatch } from '../versions-query.ts'
@@ -156,7 +158,7 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   // One lookup a key: the entry's reference, for the plan, and its body through it.
   const refs = hashes.map((h) => cache.refOfHash?.(h))
   const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
-  const missing = hashes.filter((_, i) => bodies[i] === undefined)
+  const missing = possiblyKnown(ctx.release, hashes.filter((_, i) => bodies[i] === undefined))
   if (missing.length > 0) {
     const found = new Map((await findVersionsByHashes(ctx.release.db, missing)).map((m) => [m.hash, m.json]))
     for (const [i, hash] of hashes.entries()) {
@@ -192,6 +194,16 @@ function dataOf(body: Body, releaseId: string, what: string): Buffer {
 }
 
 /**
+ * The hashes the catalog's filter of known hashes does not rule out (build/hash-filter.ts), in
+ * order; all of them for a catalog without one. A hash it rules out is not a file of the catalog,
+ * so no query is run for it: a lookup whose other hashes are kept in memory then runs none.
+ */
+function possiblyKnown(release: Release, hashes: readonly string[]): readonly string[] {
+  const filter = release.knownHashes
+  return filter === undefined ? hashes : hashes.filter((h) => mayContainHash(filter, h))
+}
+
+/**
  * Reads the `{hash}` path parameter (lowercased). A malformed hash is a 422 naming `hash` rather
  * than a 404: it can never name a file, and the client learns its input is wrong, not missing.
  * An `algorithm` that disagrees with the hash length is a 422 too (DESIGN "Hashes").
@@ -218,6 +230,7 @@ function uniqueHashes(hashes: readonly string[]): string[] {
 async function handleVersionFile(input: RouteInput): Promise<void> {
   const { algorithm } = readQuery(input.search, versionFileQuerySchema)
   const hash = readPathHash(input.params.hash!, algorithm)
+  if (possiblyKnown(input.ctx.release, [hash]).length === 0) throw notFound(`File with hash ${hash}`)
   await sendStatic(input, `/version-files/${hash}`, `File with hash ${hash}`)
 }
 
@@ -274,7 +287,8 @@ async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
   const body = await cachedUpdate(ctx, answerCacheKey('update', JSON.stringify([rawHash, input.search])), async () => {
     const query = readQuery(input.search, versionFileUpdateQuerySchema)
     const hash = readPathHash(rawHash, query.algorithm)
-    const [match] = await findUpdatesByHashes(ctx.release.db, [hash], query)
+    const candidates = possiblyKnown(ctx.release, [hash])
+    const [match] = candidates.length === 0 ? [] : await findUpdatesByHashes(ctx.release.db, candidates, query)
     if (!match) throw notFound(`An update of the file with hash ${hash}`)
     return renderRawBody(match.json)
   })
@@ -286,7 +300,8 @@ async function handleVersionFilesUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
   const body = await cachedUpdate(ctx, answerCacheKey('updates', input.search), async () => {
     const query = readQuery(input.search, versionFilesUpdateQuerySchema)
-    return renderVersionsByHashBody(await findUpdatesByHashes(ctx.release.db, uniqueHashes(query.hashes), query))
+    const candidates = possiblyKnown(ctx.release, uniqueHashes(query.hashes))
+    return renderVersionsByHashBody(candidates.length === 0 ? [] : await findUpdatesByHashes(ctx.release.db, candidates, query))
   })
   sendBody(event, body, mutableCacheControl(ctx))
 }

@@ -1,0 +1,84 @@
+/**
+ * The catalog's filter of known file hashes (table `hash_filter`): a Bloom filter over the lowercase
+ * hex SHA-1 and SHA-256 of every file in the catalog. The shim asks it before SQLite whether a hash
+ * a client sent can be a file of the catalog. "No" is certain, so a hash it rules out is answered as
+ * unknown without a query; "maybe" is wrong for about 0.8% of unknown hashes (10 bits a hash, 7
+ * probes), which then take the query they take without a filter and find nothing.
+ *
+ * Mod managers send the hashes of every file in a mods folder, and the files from elsewhere (another
+ * platform, a local build, a config jar) are unknown here. Without the filter one such hash in a
+ * 100-hash lookup whose known hashes are all kept in memory costs a SQLite query, about 100–200 µs of
+ * CPU, and a round trip through SQLite's thread (bench/results/PROFILE.md, Session 17).
+ *
+ * File hashes are already uniform, so the probes are taken from the hash itself (double hashing
+ * over its first two 32-bit words, Kirsch and Mitzenmacher): no hashing per probe.
+ */
+
+/** Bits of the filter for each hash it holds. */
+export const HASH_FILTER_BITS_PER_HASH = 10
+
+/** Bits set (and read) for each hash: the optimum for 10 bits a hash, about 0.8% false positives. */
+export const HASH_FILTER_PROBES = 7
+
+/** The filter as stored: its bit array (bit i is bit `i % 8` of byte `i >> 3`) and its probes. */
+export interface HashFilterData {
+  bits: Uint8Array
+  probes: number
+}
+
+/** Reads 8 lowercase hex characters from `at` as an unsigned 32-bit number. */
+function hexWord(hash: string, at: number): number {
+  let value = 0
+  for (let i = at; i < at + 8; i++) {
+    const c = hash.charCodeAt(i)
+    value = value * 16 + (c <= 57 ? c - 48 : c - 87)
+  }
+  return value
+}
+
+/** Calls `visit` with each bit position of a lowercase hex hash (40 or 64 characters) in a filter of `size` bits. */
+function probe(hash: string, size: number, probes: number, visit: (bit: number) => boolean): boolean {
+  const h1 = hexWord(hash, 0)
+  // Odd, so the probes of a power-of-two size never repeat.
+  const h2 = (hexWord(hash, 8) | 1) >>> 0
+  for (let i = 0; i < probes; i++) if (!visit((h1 + i * h2) % size)) return false
+  return true
+}
+
+/** A filter for `count` hashes, filled by `add`; `data` is what the catalog stores. */
+export function createHashFilter(count: number): { add(hash: string): void; data: HashFilterData } {
+  // Whole bytes, and never empty: an empty catalog's filter rules out every hash.
+  const bytes = Math.max(8, Math.ceil((count * HASH_FILTER_BITS_PER_HASH) / 8))
+  const bits = new Uint8Array(bytes)
+  const size = bytes * 8
+  return {
+    add(hash) {
+      probe(hash, size, HASH_FILTER_PROBES, (bit) => {
+        bits[bit >> 3]! |= 1 << (bit & 7)
+        return true
+      })
+    },
+    data: { bits, probes: HASH_FILTER_PROBES },
+  }
+}
+
+/**
+ * Whether a lowercase hex hash (40 or 64 characters, as the query schema leaves it) may be in the
+ * filter: false only for a hash that is not.
+ */
+export function mayContainHash(filter: HashFilterData, hash: string): boolean {
+  const { bits } = filter
+  return probe(hash, bits.length * 8, filter.probes, (bit) => (bits[bit >> 3]! & (1 << (bit & 7))) !== 0)
+}
+
+/**
+ * Checks a filter read back from a catalog: a broken one would answer "unknown" for files that are
+ * known, so it is refused rather than used.
+ */
+export function checkHashFilter(row: { bits: unknown; probes: unknown }, file: string): HashFilterData {
+  const { bits, probes } = row
+  if (!(bits instanceof Uint8Array) || bits.length < 8 || typeof probes !== 'number' || !Number.isInteger(probes) || probes < 1 || probes > 32) {
+    throw new Error(`${file}: its hash_filter row is malformed (a BLOB of at least 8 bytes and 1 to 32 probes expected)`)
+  }
+  return { bits, probes }
+}
