@@ -83,7 +83,26 @@ export async function createDynamicWorkloads(releaseDir: string, workDir: string
       distinct: bulk.distinct,
       mix: 100,
     }
-    return workloads.flatMap((w) => (w === bulk ? [w, unique] : [w]))
+    // Mod folders hold files from elsewhere too (another platform, a local build): the same one-off
+    // draws from a pool where one hash in ten is no file of the catalog (random hex of either
+    // length, from a generator of its own so the other lists stay as they were).
+    const foreignRandom = createRandom(seed + 1)
+    const foreignHash = (length: number): string => Array.from({ length }, () => '0123456789abcdef'[Math.floor(foreignRandom() * 16)]).join('')
+    const foreignFile = path.join(workDir, 'dynamic-bulk-hashes-foreign.tsv')
+    const foreignLines = lists['bulk-hashes']!.lines.map((line) => {
+      const [head, list] = line.split('hashes=') as [string, string]
+      const hashes = list.split(',').map((h, i) => (i % 10 === 9 ? foreignHash(h.length) : h))
+      return `${API_PREFIX}${head}hashes=${hashes.join(',')}`
+    })
+    writeFileSync(foreignFile, foreignLines.join('\n') + '\n')
+    const foreign: DynamicWorkload = {
+      name: 'bulk-hashes-foreign',
+      description: 'GET /version-files?hashes= 100 hashes drawn for each request as bulk-hashes-unique\'s, from its pool with one hash in ten replaced by one of no file (every request new)',
+      listFile: foreignFile,
+      distinct: new Set(foreignLines).size,
+      mix: 100,
+    }
+    return workloads.flatMap((w) => (w === bulk ? [w, unique, foreign] : [w]))
   } finally {
     await db.close()
   }
