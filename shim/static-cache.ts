@@ -51,12 +51,6 @@ export interface StaticCache {
    * a bulk hash lookup answered from memory (bench/results/PROFILE.md, Session 11).
    */
   refOf?(urlPath: string): KeptRef | undefined
-  /**
-   * refOf of a single hash lookup's path (SINGLE_LOOKUP_PREFIX and the lowercase hash) from the
-   * hash alone, through a second index of those entries keyed by hash: a bulk lookup then uses the
-   * very string its query's Set already hashed, and builds, flattens and hashes no path per hash.
-   */
-  refOfHash?(hash: string): KeptRef | undefined
   /** The body a reference points to, counted as a hit (as get), or undefined once it was evicted, dropped or cleared. */
   hit?(ref: KeptRef): KeptBody | undefined
   /** Forgets what is kept under a key (a plan to be replaced), if anything. */
@@ -108,13 +102,6 @@ export interface KeptRef {
   readonly kept: unknown
 }
 
-/**
- * What an entry of a single hash lookup adds for its slot in the index by hash (refOfHash): the
- * Map's slot and bucket, and the key, a view of the path's last 40 or 64 characters: 45 bytes an entry
- * measured at 100,000 entries (`node --expose-gc`), up to about twice that while the table grows.
- */
-export const HASH_INDEX_BYTES = 100
-
 /** What an entry counts against the bound. */
 function sizeOf(body: KeptBody): number {
   return body.bytes.length + ENTRY_OVERHEAD_BYTES + (body.heapBytes ?? 0)
@@ -137,12 +124,22 @@ export function answerCacheKey(kind: 'update' | 'updates' | 'hashes', target: st
   return `${kind}:${createHash('sha256').update(target).digest('base64url')}`
 }
 
-/** The request path of a single hash lookup without its hash (`/version-files/{hash}`). */
-export const SINGLE_LOOKUP_PREFIX = '/api/v1/version-files/'
-
 /** The file of a request path (`/api/v1/...`) in a release folder. */
 export function releaseFileOf(releaseDir: string, urlPath: string): string {
   return `${releaseDir}/public${urlPath}.json`
+}
+
+/**
+ * A flat copy of a key for the Map to hold. A key made by concatenation (a bulk lookup's
+ * `/api/v1/version-files/<hash>`) is a rope in V8 (a ConsString, pointing to its flat copy once
+ * hashed), and every later lookup compared against it followed it: one cache miss more a lookup,
+ * and 32 bytes more an entry. Its 100 lookups were about a quarter of the CPU of a one-off bulk
+ * lookup at the large catalog; a micro-benchmark at 50,000 entries measured 1,070 → 900 ns a
+ * lookup (bench/results/PROFILE.md, Session 17). JSON's round trip copies any string exactly,
+ * lone surrogates included; it runs once an entry, when it is kept.
+ */
+function flatKey(key: string): string {
+  return JSON.parse(JSON.stringify(key)) as string
 }
 
 interface Entry extends KeptRef {
@@ -159,17 +156,6 @@ interface Entry extends KeptRef {
 export function createStaticCache(maxBytes: number): StaticCache {
   // Insertion order is the clock hand's order: the first entries are the oldest.
   const entries = new Map<string, Entry>()
-  // The single hash lookups among them again, by hash (refOfHash): the same Entry objects.
-  const byHash = new Map<string, Entry>()
-  const hashOf = (urlPath: string): string | undefined => (urlPath.startsWith(SINGLE_LOOKUP_PREFIX) ? urlPath.slice(SINGLE_LOOKUP_PREFIX.length) : undefined)
-  // What an entry counts against the bound: its body's, and its slot in byHash if it has one.
-  const costOf = (urlPath: string, body: KeptBody): number => sizeOf(body) + (hashOf(urlPath) === undefined ? 0 : HASH_INDEX_BYTES)
-  const forget = (urlPath: string, entry: Entry): void => {
-    bytes -= costOf(urlPath, entry.kept!)
-    entry.kept = undefined
-    const hash = hashOf(urlPath)
-    if (hash !== undefined) byHash.delete(hash)
-  }
   let bytes = 0
   let generation = 0
   const doorkeeper = createDoorkeeper()
@@ -181,7 +167,8 @@ export function createStaticCache(maxBytes: number): StaticCache {
         entry.used = false
         entries.set(key, entry)
       } else {
-        forget(key, entry)
+        bytes -= sizeOf(entry.kept!)
+        entry.kept = undefined
       }
     }
   }
@@ -198,13 +185,10 @@ export function createStaticCache(maxBytes: number): StaticCache {
     // Another request may have made the same body meanwhile: keep one entry, count its bytes once.
     const raced = get(urlPath)
     if (raced) return raced as B
-    if (costOf(urlPath, body) > maxBytes) return body
+    if (sizeOf(body) > maxBytes) return body
     const kept = ownBytes(body)
-    const entry: Entry = { kept, used: false }
-    entries.set(urlPath, entry)
-    const hash = hashOf(urlPath)
-    if (hash !== undefined) byHash.set(hash, entry)
-    bytes += costOf(urlPath, kept)
+    entries.set(flatKey(urlPath), { kept, used: false })
+    bytes += sizeOf(kept)
     evict()
     return kept
   }
@@ -212,7 +196,6 @@ export function createStaticCache(maxBytes: number): StaticCache {
     get,
     put: store,
     refOf: (urlPath) => entries.get(urlPath),
-    refOfHash: (hash) => byHash.get(hash),
     hit(ref) {
       const entry = ref as Entry
       if (entry.kept !== undefined) entry.used = true
@@ -222,7 +205,8 @@ export function createStaticCache(maxBytes: number): StaticCache {
       const entry = entries.get(urlPath)
       if (entry === undefined) return
       entries.delete(urlPath)
-      forget(urlPath, entry)
+      bytes -= sizeOf(entry.kept!)
+      entry.kept = undefined
     },
     admit: (key) => doorkeeper.seen(key),
     async read(releaseDir, urlPath) {
@@ -242,7 +226,6 @@ export function createStaticCache(maxBytes: number): StaticCache {
     clear() {
       for (const entry of entries.values()) entry.kept = undefined
       entries.clear()
-      byHash.clear()
       doorkeeper.clear()
       bytes = 0
       generation++

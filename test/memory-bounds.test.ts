@@ -9,7 +9,7 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { checkHeapLimit, HEAP_HEADROOM_BYTES, SHIM_HEAP_MB_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT, SHIM_V8_FLAGS } from '../shim/heap.ts'
 import { KEYS_PER_FILTER } from '../shim/doorkeeper.ts'
-import { answerCacheKey, createStaticCache, ENTRY_OVERHEAD_BYTES, HASH_INDEX_BYTES, SINGLE_LOOKUP_PREFIX } from '../shim/static-cache.ts'
+import { answerCacheKey, createStaticCache, ENTRY_OVERHEAD_BYTES } from '../shim/static-cache.ts'
 
 const MB = 1024 * 1024
 
@@ -52,30 +52,17 @@ describe('static cache references', () => {
     expect([cache.hit!(a!), cache.refOf!('/api/v1/a'), cache.size]).toEqual([undefined, undefined, 0])
   })
 
-  it('find single hash lookups by hash as by path, count their index slot, and forget them with their entry', () => {
-    const [h1, h2, h3] = ['1', '2', '3'].map((d) => d.repeat(40))
-    const text = (h: string): string => `{"data":"${h}"}`
-    // Room for two single lookups with their slots in the index, not for three; and not for two
-    // without counting the slots (the bound is one byte short of that).
-    const cache = createStaticCache(2 * (text(h1!).length + ENTRY_OVERHEAD_BYTES + HASH_INDEX_BYTES))
-    for (const h of [h1!, h2!]) cache.put!(`${SINGLE_LOOKUP_PREFIX}${h}`, body(text(h)), cache.generation)
-    expect(cache.size).toBe(2)
-    // The same entry whichever way it is looked up; a path of another kind is not in the index.
-    expect(cache.refOfHash!(h1!)).toBe(cache.refOf!(`${SINGLE_LOOKUP_PREFIX}${h1}`))
-    expect(cache.hit!(cache.refOfHash!(h2!)!)?.bytes.toString()).toBe(text(h2!))
-    cache.put!('/api/v1/projects/x', body(text(h3!)), cache.generation)
-    expect(cache.refOfHash!('projects/x')).toBeUndefined()
-    // h2 was hit (through the index), h1 not: the project's entry evicted h1, index slot and all.
-    expect([cache.size, cache.refOfHash!(h1!), cache.get!(`${SINGLE_LOOKUP_PREFIX}${h1}`)]).toEqual([2, undefined, undefined])
-    expect(cache.hit!(cache.refOfHash!(h2!)!)?.bytes.toString()).toBe(text(h2!))
-    const tight = createStaticCache(2 * (text(h1!).length + ENTRY_OVERHEAD_BYTES + HASH_INDEX_BYTES) - 1)
-    for (const h of [h1!, h2!]) tight.put!(`${SINGLE_LOOKUP_PREFIX}${h}`, body(text(h)), tight.generation)
-    expect([tight.size, tight.refOfHash!(h1!), tight.hit!(tight.refOfHash!(h2!)!)?.bytes.toString()]).toEqual([1, undefined, text(h2!)])
-    // Dropped or cleared: gone from the index too.
-    tight.drop!(`${SINGLE_LOOKUP_PREFIX}${h2}`)
-    expect([tight.refOfHash!(h2!), tight.size]).toEqual([undefined, 0])
-    cache.clear()
-    expect([cache.refOfHash!(h1!), cache.refOfHash!(h2!)]).toEqual([undefined, undefined])
+  it('find an entry by any string equal to its key, whatever characters it holds and however it was made', () => {
+    const cache = createStaticCache(1024 * 1024)
+    const hash = 'ab'.repeat(32)
+    const keys = [`/api/v1/version-files/${hash}`, '/api/v1/projects/é-ü', '/api/v1/x\ud800y', 'hashes:Zm9v']
+    for (const [i, key] of keys.entries()) cache.put!(key, body(`{"data":${i}}`), cache.generation)
+    // Built again another way: sliced, joined, decoded.
+    const again = [['/api/v1', 'version-files', hash].join('/'), decodeURIComponent('/api/v1/projects/%C3%A9-%C3%BC'), `/api/v1/x${String.fromCharCode(0xd800)}y`, 'xhashes:Zm9v'.slice(1)]
+    expect(again.map((k) => cache.get!(k)?.bytes.toString())).toEqual(keys.map((_, i) => `{"data":${i}}`))
+    expect(again.map((k) => cache.refOf!(k) !== undefined)).toEqual([true, true, true, true])
+    cache.drop!(again[2]!)
+    expect([cache.get!(keys[2]!), cache.size]).toEqual([undefined, 3])
   })
 
   it('count the heap a kept value declares against the bound', () => {

@@ -4,7 +4,8 @@
  * the same query (findUpdatesByHashes), so they agree on every input; an answer asked for a second
  * time is kept in the static cache for the live release, so a repeated check does not run it again
  * (cachedUpdate). A bulk hash lookup keeps the plan of its answer there (SplicePlan), so a repeated
- * one splices the kept single lookups without reading its query again.
+ * one splices the kept single lookups without reading its query again. A hash the catalog's filter
+ * of known hashes rules out (build/hash-filter.ts) is answered as unknown without a query.
  */
 import { createBody, renderRawBody, type Body } from '../../build/render/body.ts'
 import type { z } from 'zod'
@@ -23,7 +24,7 @@ import { sendStatic } from '../lookup.ts'
 import { readQuery } from '../query.ts'
 import type { Release } from '../release.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
-import { answerCacheKey, SINGLE_LOOKUP_PREFIX, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
+import { answerCacheKey, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
 import { findUpdatesByHashes, findVersionsByHashes, type HashMatch } from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
 
@@ -35,6 +36,9 @@ function renderVersionsByHashBody(matches: readonly HashMatch[]): Body {
   const entries = matches.map((m) => `${JSON.stringify(m.hash)}:${m.json}`)
   return createBody(Buffer.from(`{"data":{${entries.join(',')}}}`))
 }
+
+/** The cache key (and file path) of a hash's single lookup, `{"data":<Version>}`. */
+const SINGLE_PREFIX = '/api/v1/version-files/'
 
 /**
  * What a bulk hash lookup's answer is made of, kept in the static cache under the query's exact
@@ -94,9 +98,9 @@ function spliceParts(
   let length = between.length
   let at = 0
   for (let i = 0; i < n; i++) {
-    const body = bodyAt(i) as Partial<SingleLookup> | undefined
+    const body = bodyAt(i)
     if (body === undefined) return undefined
-    const data = body.version ?? dataOf(body as Body, releaseId, hashes?.[i] ?? body.etag!)
+    const data = (body as Partial<SingleLookup>).wrapped === true ? versionOf(body.bytes) : dataOf(body, releaseId, hashes?.[i] ?? body.etag)
     parts[2 * i] = between.subarray(at, ends[i])
     parts[2 * i + 1] = data
     length += data.length
@@ -121,25 +125,21 @@ function answerFromPlan(cache: StaticCache, plan: SplicePlan, releaseId: string)
 const DATA_PREFIX = Buffer.from('{"data":')
 
 /**
- * A single lookup's body as the bulk lookup keeps it: bytes of its own (so StaticCache.put keeps
- * the object as it is) and the `<Version>` bytes within them, cut once, that every answer splicing
- * it sends. Cutting them per answer (checking the wrapper and making a view) took about 0.7 µs a
- * hash, most of it two cache misses on the bytes (bench/results/PROFILE.md, Session 17). A body the
- * static path read from the file has no cut and is checked and cut each time (dataOf).
+ * A single lookup's body made here from SQL's answer (renderSingleLookup), marked as such: it is
+ * `{"data":<Version>}` by construction, so its `<Version>` bytes are cut without reading the
+ * wrapper. Checking the wrapper read each body's first and last bytes, two cache misses a hash, and
+ * with the cut that made about 0.7 µs a hash of a one-off bulk lookup (bench/results/PROFILE.md,
+ * Session 17). The mark is one field of the body object (8 bytes of heap); keeping the cut view
+ * itself would have cost about 80 bytes an entry, fewer single lookups in CACHE_BYTES. A body the
+ * static path read from its file carries no mark and is checked (dataOf).
  */
-interface SingleLookup extends KeptBody {
-  version: Buffer
+interface SingleLookup extends Body {
+  wrapped: true
 }
 
-/** What the cut adds to the heap: a Buffer view and its slot (counted with the entry, heapBytes). */
-const VERSION_VIEW_HEAP_BYTES = 120
-
-/** The single lookup `{"data":<Version>}` of a version's stored JSON, as the bulk lookup keeps it. */
+/** The single lookup `{"data":<Version>}` of a version's stored JSON, marked as made here. */
 function renderSingleLookup(json: string): SingleLookup {
-  const rendered = renderRawBody(json)
-  const bytes = Buffer.allocUnsafeSlow(rendered.bytes.length)
-  rendered.bytes.copy(bytes)
-  return { bytes, etag: rendered.etag, version: bytes.subarray(DATA_PREFIX.length, bytes.length - 1), heapBytes: VERSION_VIEW_HEAP_BYTES }
+  return { ...renderRawBody(json), wrapped: true }
 }
 
 /**
@@ -155,8 +155,9 @@ function renderSingleLookup(json: string): SingleLookup {
 async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly string[]): Promise<{ answer: BodyParts; plan: SplicePlan | undefined }> {
   const { cache } = ctx
   const generation = cache.generation
+  const keys = hashes.map((h) => `${SINGLE_PREFIX}${h}`)
   // One lookup a key: the entry's reference, for the plan, and its body through it.
-  const refs = hashes.map((h) => cache.refOfHash?.(h))
+  const refs = keys.map((k) => cache.refOf?.(k))
   const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
   const missing = possiblyKnown(ctx.release, hashes.filter((_, i) => bodies[i] === undefined))
   if (missing.length > 0) {
@@ -165,8 +166,8 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
       const json = bodies[i] === undefined ? found.get(hash) : undefined
       if (json === undefined) continue
       const rendered = renderSingleLookup(json)
-      bodies[i] = cache.put?.(`${SINGLE_LOOKUP_PREFIX}${hash}`, rendered, generation) ?? rendered
-      refs[i] = cache.refOfHash?.(hash)
+      bodies[i] = cache.put?.(keys[i]!, rendered, generation) ?? rendered
+      refs[i] = cache.refOf?.(keys[i]!)
     }
   }
   const known = hashes.flatMap((_, i) => (bodies[i] === undefined ? [] : [i]))
@@ -183,6 +184,11 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   return { answer, plan }
 }
 
+/** The `<Version>` bytes of `{"data":<Version>}`. */
+function versionOf(bytes: Buffer): Buffer {
+  return bytes.subarray(DATA_PREFIX.length, bytes.length - 1)
+}
+
 /** The `<Version>` bytes of a single lookup's `{"data":<Version>}` body; anything else is a broken release. */
 function dataOf(body: Body, releaseId: string, what: string): Buffer {
   const bytes = body.bytes
@@ -190,7 +196,7 @@ function dataOf(body: Body, releaseId: string, what: string): Buffer {
   let ok = bytes.length > DATA_PREFIX.length && bytes[bytes.length - 1] === 0x7d
   for (let i = 0; ok && i < DATA_PREFIX.length; i++) ok = bytes[i] === DATA_PREFIX[i]
   if (!ok) throw new Error(`release ${releaseId}: a single lookup (${what}) is not a {"data":...} body`)
-  return bytes.subarray(DATA_PREFIX.length, bytes.length - 1)
+  return versionOf(bytes)
 }
 
 /**
