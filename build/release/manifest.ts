@@ -6,6 +6,7 @@
  * shard is unchanged) with O(shard) memory even at millions of files.
  */
 import { hash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { gunzipSync } from 'node:zlib'
 import type { DiffCounts, ManifestEntry } from './formats.ts'
 
@@ -66,6 +67,11 @@ export function joinShard(lines: string[]): string {
 export function shardLines(text: string): string[] {
   if (text === '') return []
   return text.replace(/\n$/, '').split('\n')
+}
+
+/** The lines of a gzip shard file (shardLines of its text). */
+export function readShardLines(file: string): string[] {
+  return shardLines(readGzipText(readFileSync(file)))
 }
 
 /** Entries of a shard's text. */

@@ -29,7 +29,7 @@ import { linkOrCopy, storeFile } from './tree.ts'
 import path from 'node:path'
 import { removeTree } from '../remove-tree.ts'
 import type { ManifestEntry, ManifestIndex, ShardRef } from './formats.ts'
-import { diffShardLines, MIRROR_DIR, readGzipText, shardFile, shardLines } from './manifest.ts'
+import { diffShardLines, MIRROR_DIR, readShardLines, shardFile } from './manifest.ts'
 import { readIndex } from './seal-manifest.ts'
 
 /** Release-relative folder of the recycled release's manifest shards, removed by the seal. */
@@ -140,7 +140,7 @@ export function createReconciler(releaseDir: string, recycled: RecycledTree, sto
         stats.sameShards++
         return
       }
-      const old = before ? shardLines(readGzipText(readFileSync(path.join(releaseDir, RECYCLED_DIR, `${before.sha256}.tsv.gz`)))) : []
+      const old = before ? readShardLines(path.join(releaseDir, RECYCLED_DIR, `${before.sha256}.tsv.gz`)) : []
       diffShardLines(old, lines, (c, was) => {
         if (was) {
           dropped.add(detach(was.sha256))

@@ -9,7 +9,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestIndex, type ShardRef } from './formats.ts'
-import { addCounts, changeFile, diffShardLines, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readGzipText, shardFile, shardLines } from './manifest.ts'
+import { addCounts, changeFile, diffShardLines, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardLines, shardFile, shardLines } from './manifest.ts'
 import { linkOrCopy, RAW_SHARDS_DIR } from './writer.ts'
 
 /** What sealing the manifest produced. */
@@ -63,7 +63,7 @@ export async function writeManifest(
     shards.push({ shard, sha256, files: lines.length, size: gz.length })
     // Compared line by line: only the lines of changes are parsed (and checked), so a name added or
     // changed by this build is checked, and an unchanged one was when it was added.
-    const old = before ? shardLines(readGzipText(readFileSync(path.join(previous!.dir, shardFile(before.sha256))))) : []
+    const old = before ? readShardLines(path.join(previous!.dir, shardFile(before.sha256))) : []
     const changes: string[] = []
     addCounts(counts, diffShardLines(old, lines, (c) => changes.push(formatChange(c))))
     if (changes.length > 0) {

@@ -25,7 +25,7 @@ import { readQuery } from '../query.ts'
 import type { Release } from '../release.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
 import { answerCacheKey, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
-import { findUpdatesByHashes, findVersionsByHashes, type HashMatch } from '../versions-query.ts'
+import { findUpdatesByHashes, findVersionsByHashes, type HashMatch, type VersionFilters } from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
 
 /**
@@ -209,6 +209,12 @@ function possiblyKnown(release: Release, hashes: readonly string[]): readonly st
   return filter === undefined ? hashes : hashes.filter((h) => mayContainHash(filter, h))
 }
 
+/** findUpdatesByHashes of the hashes the filter does not rule out (possiblyKnown); no query when it rules out all. */
+async function findUpdates(release: Release, hashes: readonly string[], filters: VersionFilters): Promise<HashMatch[]> {
+  const candidates = possiblyKnown(release, hashes)
+  return candidates.length === 0 ? [] : findUpdatesByHashes(release.db, candidates, filters)
+}
+
 /**
  * Reads the `{hash}` path parameter (lowercased). A malformed hash is a 422 naming `hash` rather
  * than a 404: it can never name a file, and the client learns its input is wrong, not missing.
@@ -293,8 +299,7 @@ async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
   const body = await cachedUpdate(ctx, answerCacheKey('update', JSON.stringify([rawHash, input.search])), async () => {
     const query = readQuery(input.search, versionFileUpdateQuerySchema)
     const hash = readPathHash(rawHash, query.algorithm)
-    const candidates = possiblyKnown(ctx.release, [hash])
-    const [match] = candidates.length === 0 ? [] : await findUpdatesByHashes(ctx.release.db, candidates, query)
+    const [match] = await findUpdates(ctx.release, [hash], query)
     if (!match) throw notFound(`An update of the file with hash ${hash}`)
     return renderRawBody(match.json)
   })
@@ -306,8 +311,7 @@ async function handleVersionFilesUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
   const body = await cachedUpdate(ctx, answerCacheKey('updates', input.search), async () => {
     const query = readQuery(input.search, versionFilesUpdateQuerySchema)
-    const candidates = possiblyKnown(ctx.release, uniqueHashes(query.hashes))
-    return renderVersionsByHashBody(candidates.length === 0 ? [] : await findUpdatesByHashes(ctx.release.db, candidates, query))
+    return renderVersionsByHashBody(await findUpdates(ctx.release, uniqueHashes(query.hashes), query))
   })
   sendBody(event, body, mutableCacheControl(ctx))
 }
