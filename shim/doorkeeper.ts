@@ -26,8 +26,8 @@ export interface Doorkeeper {
   clear(): void
 }
 
-/** FNV-1a over the key's UTF-16 code units, then a murmur3 finaliser for the second hash. */
-function hashes(key: string): [number, number] {
+/** FNV-1a over the key's UTF-16 code units, then a murmur3 finaliser for the second hash (also the frequency sketch's, shim/frequency-sketch.ts). */
+export function keyHashes(key: string): [number, number] {
   let h = 0x811c9dc5
   for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193)
   let g = h ^ 0x9e3779b9
@@ -60,7 +60,7 @@ export function createDoorkeeper(): Doorkeeper {
   let noted = 0
   return {
     seen(key) {
-      const [h, g] = hashes(key)
+      const [h, g] = keyHashes(key)
       if (has(newer, h, g) || has(older, h, g)) return true
       if (noted >= KEYS_PER_FILTER) {
         const emptied = older.fill(0)

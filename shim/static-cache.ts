@@ -1,9 +1,8 @@
 /**
- * Static bodies of the live release kept in memory, bounded in bytes. A hit costs one Map lookup
- * and a flag write: no disk read and no hashing per request (PERF-BASELINE: a disk read per request
- * is about 4x slower), and no Map reordering either — eviction is CLOCK (second chance), which
- * approximates least-recently-used: re-inserting every hit to keep exact LRU order cost about 3%
- * of a static read (bench/results/serve.md).
+ * Static bodies of the live release kept in memory, bounded in bytes. A hit costs one Map lookup,
+ * a flag write and four counters of the frequency sketch: no disk read and no hashing per request
+ * (PERF-BASELINE: a disk read per request is about 4x slower), and no Map reordering either.
+ * Eviction is W-TinyLFU with a CLOCK main space (createStaticCache).
  *
  * Keys are request paths (`/api/v1/projects/sodium`), so the listener's fast path looks up the
  * request's own `req.url` string: no file name built, flattened and hashed per request (about 1 µs
@@ -15,6 +14,7 @@ import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { createBody, type Body } from '../build/render/body.ts'
 import { createDoorkeeper } from './doorkeeper.ts'
+import { createFrequencySketch, keyHash } from './frequency-sketch.ts'
 
 /**
  * What an entry costs beside its body's bytes, in RSS: the key, the Map slot, the entry, the Body,
@@ -38,8 +38,10 @@ export interface StaticCache {
    * Keeps a body the caller made with exactly the bytes of urlPath's file (e.g. a single hash lookup
    * rendered from the catalog), or an answer of the live release under a key that is not a path
    * (answerCacheKey's: it never starts with `/`) — unless
-   * `generation` is no longer live (a swap happened while it was being made). Returns the body to
-   * answer with (the one kept). Optional like get.
+   * `generation` is no longer live (a swap happened while it was being made), or the cache, full,
+   * does not admit it (its key asked no more often recently than the entry it would evict: see
+   * createStaticCache). Returns the body to answer with (the one kept, or the one given). Counts as
+   * an ask of the key. Optional like get.
    */
   put?<B extends KeptBody>(urlPath: string, body: B, generation: number): B
   /**
@@ -147,35 +149,95 @@ interface Entry extends KeptRef {
   kept: KeptBody | undefined
   /** Set by a hit; eviction clears it once (second chance) before evicting. */
   used: boolean
+  /** Its key's hash in the frequency sketch (keyHash): a hit counts without hashing the key. */
+  readonly hash: number
 }
+
+/** The share of the bound for the admission window, where new entries wait before they compete for the main space (W-TinyLFU's 1%). */
+const WINDOW_SHARE = 0.01
+/**
+ * Bytes of the bound per counter of the frequency sketch: about 16 counters for each of the large
+ * catalog's entries of 2 KB, as Caffeine sizes its sketch (1,048,576 4-bit counters, 512 KB, at 128 MB).
+ */
+const BYTES_PER_COUNTER = 128
+/** Bytes of the bound per addition between two halvings of the sketch: about ten for each entry held, as Caffeine's (671,088 at 128 MB). */
+const BYTES_PER_ADDITION = 200
 
 /**
  * Creates a cache holding at most maxBytes of bodies (each counted with ENTRY_OVERHEAD_BYTES), and
  * its doorkeeper of answers (64 KB, shim/doorkeeper.ts).
+ *
+ * Eviction is W-TinyLFU (Caffeine's policy, without its hill climbing): a new entry waits in a
+ * window of 1% of the bound (first in, first out); the one that leaves it comes into the main space
+ * while there is room, and once the main space is full only if its key was asked more often
+ * recently than the entry it would evict (shim/frequency-sketch.ts counts every hit and every miss
+ * that made a body; a tie keeps the old entry). The main space evicts by CLOCK (second chance):
+ * a hit sets a flag and reorders nothing, as re-inserting every hit for exact LRU order cost about
+ * 3% of a static read (bench/results/serve.md). Plain CLOCK, as LRU, kept nothing of a list longer
+ * than the cache that its users cycle through (each entry evicted is the one asked next): at the
+ * large catalog the bench's bulk lookups, once their single lookups overflowed the bound by a few
+ * percent, went to SQLite for every hash (bench/results/PROFILE.md, Sessions 17 and 18). With
+ * admission by frequency, the entries kept keep their place and the rest are read or made when
+ * asked; a one-off scan (a crawler reading every project once) is never asked more often than what
+ * it would push out, so it pushes out nothing.
  */
 export function createStaticCache(maxBytes: number): StaticCache {
-  // Insertion order is the clock hand's order: the first entries are the oldest.
-  const entries = new Map<string, Entry>()
-  let bytes = 0
+  // Insertion order is each space's order: the first entries are the oldest (the window's next to
+  // leave, the main space's clock hand).
+  const window = new Map<string, Entry>()
+  const main = new Map<string, Entry>()
+  const windowMax = Math.floor(maxBytes * WINDOW_SHARE)
+  let windowBytes = 0
+  let mainBytes = 0
   let generation = 0
   const doorkeeper = createDoorkeeper()
-  const evict = (): void => {
-    for (const [key, entry] of entries) {
-      if (bytes <= maxBytes) break
-      entries.delete(key)
-      if (entry.used) {
-        entry.used = false
-        entries.set(key, entry)
-      } else {
-        bytes -= sizeOf(entry.kept!)
-        entry.kept = undefined
-      }
+  const sketch = createFrequencySketch(maxBytes / BYTES_PER_COUNTER, maxBytes / BYTES_PER_ADDITION)
+  const lookup = (key: string): Entry | undefined => main.get(key) ?? window.get(key)
+  /** The main space's next entry to evict: the clock hand gives each entry hit since it last passed a second chance. */
+  const victim = (): [string, Entry] | undefined => {
+    for (const [key, entry] of main) {
+      if (!entry.used) return [key, entry]
+      entry.used = false
+      main.delete(key)
+      main.set(key, entry)
+    }
+    return undefined
+  }
+  /** Evicts from the main space until the cache is within its bound. */
+  const shrink = (): void => {
+    while (windowBytes + mainBytes > maxBytes) {
+      const next = victim()
+      if (next === undefined) return
+      main.delete(next[0])
+      mainBytes -= sizeOf(next[1].kept!)
+      next[1].kept = undefined
     }
   }
+  /** Moves what overflows the window into the main space, each entry admitted or not by its frequency against the victim's. */
+  const settle = (): void => {
+    for (const [key, candidate] of window) {
+      if (windowBytes <= windowMax) break
+      const size = sizeOf(candidate.kept!)
+      window.delete(key)
+      windowBytes -= size
+      if (windowBytes + mainBytes + size > maxBytes) {
+        const next = victim()
+        if (next !== undefined && sketch.estimate(candidate.hash) <= sketch.estimate(next[1].hash)) {
+          candidate.kept = undefined
+          continue
+        }
+      }
+      main.set(key, candidate)
+      mainBytes += size
+      shrink()
+    }
+    shrink()
+  }
   const get = (urlPath: string): Body | undefined => {
-    const entry = entries.get(urlPath)
+    const entry = lookup(urlPath)
     if (entry === undefined) return undefined
     entry.used = true
+    sketch.add(entry.hash)
     return entry.kept
   }
   /** Keeps body under urlPath unless made in another generation; the entry kept is the one returned. */
@@ -183,32 +245,52 @@ export function createStaticCache(maxBytes: number): StaticCache {
     // Made from a release that is no longer live: answer with it, keep nothing under its path.
     if (madeIn !== generation) return body
     // Another request may have made the same body meanwhile: keep one entry, count its bytes once.
-    const raced = get(urlPath)
-    if (raced) return raced as B
+    const raced = lookup(urlPath)
+    if (raced) return raced.kept as B
+    // The miss that made this body is an ask of its key.
+    const key = flatKey(urlPath)
+    const entry: Entry = { kept: undefined, used: false, hash: keyHash(key) }
+    sketch.add(entry.hash)
     if (sizeOf(body) > maxBytes) return body
     const kept = ownBytes(body)
-    entries.set(flatKey(urlPath), { kept, used: false })
-    bytes += sizeOf(kept)
-    evict()
-    return kept
+    entry.kept = kept
+    window.set(key, entry)
+    windowBytes += sizeOf(kept)
+    settle()
+    // Not admitted: the caller answers with its body all the same.
+    return entry.kept === undefined ? body : kept
   }
   return {
     get,
     put: store,
-    refOf: (urlPath) => entries.get(urlPath),
+    refOf: lookup,
     hit(ref) {
       const entry = ref as Entry
-      if (entry.kept !== undefined) entry.used = true
+      if (entry.kept === undefined) return undefined
+      entry.used = true
+      sketch.add(entry.hash)
       return entry.kept
     },
     drop(urlPath) {
-      const entry = entries.get(urlPath)
+      const inMain = main.get(urlPath)
+      const entry = inMain ?? window.get(urlPath)
       if (entry === undefined) return
-      entries.delete(urlPath)
-      bytes -= sizeOf(entry.kept!)
+      const size = sizeOf(entry.kept!)
+      if (inMain) {
+        main.delete(urlPath)
+        mainBytes -= size
+      } else {
+        window.delete(urlPath)
+        windowBytes -= size
+      }
       entry.kept = undefined
     },
-    admit: (key) => doorkeeper.seen(key),
+    admit(key) {
+      if (!doorkeeper.seen(key)) return false
+      // The ask the doorkeeper noted counts as the first (TinyLFU's doorkeeper is the sketch's first count).
+      sketch.add(keyHash(key))
+      return true
+    },
     async read(releaseDir, urlPath) {
       const hit = get(urlPath)
       if (hit) return hit
@@ -224,17 +306,21 @@ export function createStaticCache(maxBytes: number): StaticCache {
       return store(urlPath, createBody(bytesRead), started)
     },
     clear() {
-      for (const entry of entries.values()) entry.kept = undefined
-      entries.clear()
+      for (const entry of main.values()) entry.kept = undefined
+      for (const entry of window.values()) entry.kept = undefined
+      main.clear()
+      window.clear()
       doorkeeper.clear()
-      bytes = 0
+      sketch.clear()
+      windowBytes = 0
+      mainBytes = 0
       generation++
     },
     get generation() {
       return generation
     },
     get size() {
-      return entries.size
+      return main.size + window.size
     },
   }
 }

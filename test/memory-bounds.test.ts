@@ -9,7 +9,8 @@ import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { checkHeapLimit, HEAP_HEADROOM_BYTES, SHIM_HEAP_MB_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT, SHIM_V8_FLAGS } from '../shim/heap.ts'
 import { KEYS_PER_FILTER } from '../shim/doorkeeper.ts'
-import { answerCacheKey, createStaticCache, ENTRY_OVERHEAD_BYTES } from '../shim/static-cache.ts'
+import { createFrequencySketch, keyHash } from '../shim/frequency-sketch.ts'
+import { answerCacheKey, createStaticCache, ENTRY_OVERHEAD_BYTES, type StaticCache } from '../shim/static-cache.ts'
 
 const MB = 1024 * 1024
 
@@ -25,9 +26,9 @@ describe('static cache bound', () => {
     const cache = createStaticCache(10 * (11 + ENTRY_OVERHEAD_BYTES))
     for (const file of files) expect((await cache.read(dir, file))?.bytes.toString()).toBe('{"data":[]}')
     expect(cache.size).toBe(10)
-    // The newest entries are the ones kept (CLOCK: none of the older ones was hit again).
-    expect(cache.get!(files[49]!)?.bytes.toString()).toBe('{"data":[]}')
-    expect(cache.get!(files[0]!)).toBeUndefined()
+    // Each asked once: a newcomer is no more asked than the entry it would evict, so the first ten stay.
+    expect(cache.get!(files[0]!)?.bytes.toString()).toBe('{"data":[]}')
+    expect(cache.get!(files[49]!)).toBeUndefined()
   })
 })
 
@@ -41,8 +42,13 @@ describe('static cache references', () => {
     expect(cache.size).toBe(3)
     const [a, b, c] = ['a', 'b', 'c'].map((k) => cache.refOf!(`/api/v1/${k}`)!)
     expect(cache.hit!(a!)?.bytes.toString()).toBe('{"data":"a-12345"}')
-    // a was hit, so the next put evicts b (second chance for a), and b's reference lets go of its body.
+    // d asked once is not asked more than b, the entry it would evict (a was hit: second chance),
+    // so it is not kept; asked again it is, b is evicted, and b's reference lets go of its body.
+    const d = body('{"data":"d-12345"}')
+    expect(cache.put!('/api/v1/d', d, cache.generation)).toBe(d)
+    expect([cache.get!('/api/v1/d'), cache.refOf!('/api/v1/b')]).toEqual([undefined, b])
     cache.put!('/api/v1/d', body('{"data":"d-12345"}'), cache.generation)
+    expect(cache.get!('/api/v1/d')?.bytes.toString()).toBe('{"data":"d-12345"}')
     expect(cache.hit!(b!)).toBeUndefined()
     expect(cache.get!('/api/v1/b')).toBeUndefined()
     expect(cache.hit!(a!)?.bytes.toString()).toBe('{"data":"a-12345"}')
@@ -73,11 +79,85 @@ describe('static cache references', () => {
     expect(cache.size).toBe(2)
     cache.clear()
     cache.put!('/api/v1/a', body('{"data":"a-1234"}'), cache.generation)
-    cache.put!('plan', { ...body('{"data":"p-1234"}'), heapBytes: 17 + ENTRY_OVERHEAD_BYTES }, cache.generation)
-    // The plan counts twice its body's share: a and the plan no longer fit together.
+    const plan = { ...body('{"data":"p-1234"}'), heapBytes: 17 + ENTRY_OVERHEAD_BYTES }
+    // The plan counts twice its body's share: a and the plan no longer fit together. Asked once, it
+    // is not asked more than a, so a stays; asked twice, it takes a's place.
+    cache.put!('plan', plan, cache.generation)
+    expect([cache.size, cache.get!('plan'), cache.refOf!('/api/v1/a') !== undefined]).toEqual([1, undefined, true])
+    cache.put!('plan', plan, cache.generation)
     expect(cache.size).toBe(1)
     expect(cache.get!('/api/v1/a')).toBeUndefined()
     expect(cache.get!('plan')?.bytes.toString()).toBe('{"data":"p-1234"}')
+  })
+})
+
+describe('static cache eviction (W-TinyLFU)', () => {
+  const body = (text: string): { bytes: Buffer; etag: string } => ({ bytes: Buffer.from(text), etag: `"${text.length}"` })
+  /** A body of exactly 100 bytes for key i. */
+  const sized = (i: number): { bytes: Buffer; etag: string } => body(`{"data":"${String(i).padStart(89, '0')}"}`)
+  const ENTRY = 100 + ENTRY_OVERHEAD_BYTES
+  /** Asks for key i as a route does: a hit, or a miss whose body is made and put. */
+  const ask = (cache: StaticCache, i: number): boolean => {
+    const key = `/api/v1/version-files/${i}`
+    if (cache.get!(key) !== undefined) return true
+    cache.put!(key, sized(i), cache.generation)
+    return false
+  }
+
+  it('keeps most of a list a little longer than the cache that is cycled through (CLOCK and LRU keep none of it)', () => {
+    const cache = createStaticCache(1000 * ENTRY)
+    let hits = 0
+    for (let pass = 0; pass < 8; pass++) {
+      for (let i = 0; i < 1100; i++) if (ask(cache, i) && pass >= 4) hits++
+    }
+    expect(cache.size).toBeLessThanOrEqual(1000)
+    // The best any cache of 1,000 can do is 1,000 hits a pass of 1,100.
+    expect(hits / (4 * 1100)).toBeGreaterThan(0.8)
+  })
+
+  it('does not let a one-off scan push out what is asked again and again', () => {
+    const cache = createStaticCache(1000 * ENTRY)
+    for (let round = 0; round < 4; round++) for (let i = 0; i < 900; i++) ask(cache, i)
+    // A crawler reads 5,000 other keys once each.
+    for (let i = 0; i < 5_000; i++) ask(cache, 1_000_000 + i)
+    let kept = 0
+    for (let i = 0; i < 900; i++) if (cache.refOf!(`/api/v1/version-files/${i}`) !== undefined) kept++
+    expect(kept).toBeGreaterThanOrEqual(890)
+    expect(cache.size).toBeLessThanOrEqual(1000)
+  })
+
+  it('admits a newcomer hit while it waits in the window over entries asked once, and not the newcomers asked once', () => {
+    // A window of 1% of 100,000 entries' bytes: about 1,000 entries wait there.
+    const cache = createStaticCache(100_000 * ENTRY)
+    for (let i = 0; i < 100_000; i++) ask(cache, i)
+    expect(cache.size).toBe(100_000)
+    ask(cache, 500_000)
+    expect(ask(cache, 500_000)).toBe(true)
+    expect(ask(cache, 500_000)).toBe(true)
+    // 2,000 more newcomers, each asked once, push it out of the window.
+    for (let i = 0; i < 2_000; i++) ask(cache, 600_000 + i)
+    expect(cache.refOf!('/api/v1/version-files/500000')).toBeDefined()
+    let newcomers = 0
+    for (let i = 0; i < 1_000; i++) if (cache.refOf!(`/api/v1/version-files/${600_000 + i}`) !== undefined) newcomers++
+    expect(newcomers).toBeLessThan(20)
+    expect(cache.size).toBeLessThanOrEqual(100_000)
+  })
+})
+
+describe('frequency sketch', () => {
+  it('counts asks up to 15, halves every count after its period, and forgets at clear', () => {
+    const sketch = createFrequencySketch(1 << 17, 10_000)
+    const [a, b] = [keyHash('/api/v1/projects/a'), keyHash('/api/v1/projects/b')]
+    for (let i = 0; i < 5; i++) sketch.add(a)
+    expect([sketch.estimate(a), sketch.estimate(b)]).toEqual([5, 0])
+    for (let i = 0; i < 30; i++) sketch.add(b)
+    expect(sketch.estimate(b)).toBe(15)
+    // 10,000 additions in all: every count is halved.
+    for (let i = 35; i < 10_000; i++) sketch.add(keyHash(`/api/v1/other/${i}`))
+    expect([sketch.estimate(a), sketch.estimate(b)]).toEqual([2, 7])
+    sketch.clear()
+    expect([sketch.estimate(a), sketch.estimate(b)]).toEqual([0, 0])
+    expect(sketch.bytes).toBe(1 << 16)
   })
 })
 

@@ -272,10 +272,11 @@ async function handleVersionFiles(input: RouteInput): Promise<void> {
 /**
  * An update-matching answer through the static cache: a request asked before in this release is
  * answered with the body kept for it, without SQLite; otherwise `make` runs the query, and its body
- * is kept the second time it is asked (StaticCache.admit; not when a release swap happened meanwhile:
- * the cache's generation). A mod manager checking a modpack sends the same hashes and filters as
+ * is offered to the cache the second time it is asked (StaticCache.admit; not when a release swap
+ * happened meanwhile: the cache's generation), which keeps it when it is asked more often than what
+ * it would evict. A mod manager checking a modpack sends the same hashes and filters as
  * every other user of that modpack, so the same request comes again and again, while a one-off list
- * of installed files would only take the place of answers that are asked for. The entries share CACHE_BYTES and its CLOCK eviction with the
+ * of installed files would only take the place of answers that are asked for. The entries share CACHE_BYTES and its eviction (W-TinyLFU) with the
  * static bodies (their memory is bounded by the same limit, ENTRY_OVERHEAD_BYTES included), they are
  * dropped with them when a new release goes live, and with CACHE_BYTES=0 every request runs its
  * query (bench/results/serve.md measures both). Only answers are kept: a request `make` refuses
