@@ -9,6 +9,8 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
 import { createBody } from '../build/render/body.ts'
 import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, versionsByHashSchema, type Version } from '../build/schema/api.ts'
+import { MAX_BULK_HASHES, versionFilesQuerySchema } from '../build/schema/query.ts'
+import { readPlainHashList, readQuery } from '../shim/query.ts'
 import { answerCacheKey } from '../shim/static-cache.ts'
 import { expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer, type VersionFilters } from './harness.ts'
 
@@ -284,6 +286,41 @@ describe('GET /version-files?hashes=', () => {
     cache.put!(`/api/v1/version-files/${hash}`, { bytes: Buffer.from('{"data":{}}'), etag: '"x"' }, stale)
     expect(cache.get!(`/api/v1/version-files/${hash}`)).toBeUndefined()
     expect(cache.size).toBe(0)
+  })
+
+  it('reads a plain list of lowercase hashes in one pass to the very list readQuery gives, and leaves any other query to readQuery', () => {
+    const sha1 = 'a'.repeat(40)
+    const [h1, h2] = [...byHash.keys()] as [string, string]
+    const distinct = (n: number, from = 0): string[] => Array.from({ length: n }, (_, i) => (from + i).toString(16).padStart(64, '0'))
+    const plain = [
+      `hashes=${h1}`,
+      `hashes=${h1},${h2},${sha1},${h1}`,
+      `hashes=${h1},`,
+      `hashes=${distinct(100).join(',')}`,
+      `hashes=${[...distinct(100), ...distinct(50)].join(',')}`,
+    ]
+    for (const search of plain) {
+      const fast = readPlainHashList(search, MAX_BULK_HASHES)
+      expect(fast).toBeDefined()
+      expect(fast).toEqual(readQuery(search, versionFilesQuerySchema).hashes)
+    }
+    const others = [
+      '',
+      'hashes=',
+      'hashes=,',
+      `hashes=${h1},,${h2}`,
+      `hashes=${h1.toUpperCase()}`,
+      `hashes=${h1}%2C${h2}`,
+      `hashes=["${h1}"]`,
+      `hashes=${h1}&algorithm=sha256`,
+      `algorithm=sha1&hashes=${sha1}`,
+      `hashes=${h1.slice(1)}`,
+      `hashes=${sha1}0`,
+      `hashes=${'g'.repeat(40)}`,
+      `hashes=${distinct(101).join(',')}`,
+      `hashes=${h1}+`,
+    ]
+    for (const search of others) expect(readPlainHashList(search, MAX_BULK_HASHES)).toBeUndefined()
   })
 
   it('422s name the bad parameter', async () => {

@@ -98,9 +98,12 @@ function checkAlgorithm(value: { hashes?: string[]; algorithm?: 'sha1' | 'sha256
   }
 }
 
+/** The most hashes a bulk lookup or update check names (SPEC: 100). */
+export const MAX_BULK_HASHES = 100
+
 /** GET /version-files. */
 export const versionFilesQuerySchema = z
-  .object({ hashes: listParam(hashParam as unknown as z.ZodType<string>, 100), algorithm: algorithmParam.optional() })
+  .object({ hashes: listParam(hashParam as unknown as z.ZodType<string>, MAX_BULK_HASHES), algorithm: algorithmParam.optional() })
   .superRefine(checkAlgorithm)
 
 /** Filters of update matching. */
@@ -112,7 +115,7 @@ export const updateFilterParams = {
 
 /** GET /version-files/update. */
 export const versionFilesUpdateQuerySchema = z
-  .object({ hashes: listParam(hashParam as unknown as z.ZodType<string>, 100), algorithm: algorithmParam.optional(), ...updateFilterParams })
+  .object({ hashes: listParam(hashParam as unknown as z.ZodType<string>, MAX_BULK_HASHES), algorithm: algorithmParam.optional(), ...updateFilterParams })
   .superRefine(checkAlgorithm)
 
 /** GET /version-files/{hash}. */

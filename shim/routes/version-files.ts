@@ -11,6 +11,7 @@ import { createBody, renderRawBody, type Body } from '../../build/render/body.ts
 import type { z } from 'zod'
 import {
   algorithmParam,
+  MAX_BULK_HASHES,
   hashParam,
   versionFileQuerySchema,
   versionFilesQuerySchema,
@@ -21,7 +22,7 @@ import { mayContainHash } from '../../build/hash-filter.ts'
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
-import { readQuery } from '../query.ts'
+import { readPlainHashList, readQuery } from '../query.ts'
 import type { Release } from '../release.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
 import { answerCacheKey, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
@@ -260,8 +261,9 @@ async function handleVersionFiles(input: RouteInput): Promise<void> {
   const kept = plan && answerFromPlan(cache, plan, ctx.release.id)
   if (kept) return sendBodyParts(event, kept, mutableCacheControl(ctx))
   const generation = cache.generation
-  const query = readQuery(input.search, versionFilesQuerySchema)
-  const made = await renderVersionsByHash(ctx, uniqueHashes(query.hashes))
+  // A plain list of lowercase hashes, as mod managers send it, without URLSearchParams and zod.
+  const hashes = readPlainHashList(input.search, MAX_BULK_HASHES) ?? uniqueHashes(readQuery(input.search, versionFilesQuerySchema).hashes)
+  const made = await renderVersionsByHash(ctx, hashes)
   // A plan with a body that left the cache is replaced by one that refers to the entries kept now;
   // a request asked for the first time is only noted (admit), and its plan kept when it comes again.
   if (plan && cache.get?.(key) === plan) cache.drop?.(key)
