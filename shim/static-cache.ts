@@ -233,12 +233,16 @@ export function createStaticCache(maxBytes: number): StaticCache {
     }
     shrink()
   }
-  const get = (urlPath: string): Body | undefined => {
-    const entry = lookup(urlPath)
-    if (entry === undefined) return undefined
+  /** A hit: the entry's flag for CLOCK and its count in the sketch; its body, or undefined once it left the cache. */
+  const touch = (entry: Entry): KeptBody | undefined => {
+    if (entry.kept === undefined) return undefined
     entry.used = true
     sketch.add(entry.hash)
     return entry.kept
+  }
+  const get = (urlPath: string): Body | undefined => {
+    const entry = lookup(urlPath)
+    return entry === undefined ? undefined : touch(entry)
   }
   /** Keeps body under urlPath unless made in another generation; the entry kept is the one returned. */
   const store = <B extends KeptBody>(urlPath: string, body: B, madeIn: number): B => {
@@ -248,13 +252,12 @@ export function createStaticCache(maxBytes: number): StaticCache {
     const raced = lookup(urlPath)
     if (raced) return raced.kept as B
     // The miss that made this body is an ask of its key.
-    const key = flatKey(urlPath)
-    const entry: Entry = { kept: undefined, used: false, hash: keyHash(key) }
-    sketch.add(entry.hash)
+    const hash = keyHash(urlPath)
+    sketch.add(hash)
     if (sizeOf(body) > maxBytes) return body
     const kept = ownBytes(body)
-    entry.kept = kept
-    window.set(key, entry)
+    const entry: Entry = { kept, used: false, hash }
+    window.set(flatKey(urlPath), entry)
     windowBytes += sizeOf(kept)
     settle()
     // Not admitted: the caller answers with its body all the same.
@@ -264,13 +267,7 @@ export function createStaticCache(maxBytes: number): StaticCache {
     get,
     put: store,
     refOf: lookup,
-    hit(ref) {
-      const entry = ref as Entry
-      if (entry.kept === undefined) return undefined
-      entry.used = true
-      sketch.add(entry.hash)
-      return entry.kept
-    },
+    hit: (ref) => touch(ref as Entry),
     drop(urlPath) {
       const inMain = main.get(urlPath)
       const entry = inMain ?? window.get(urlPath)
