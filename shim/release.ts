@@ -64,9 +64,16 @@ async function openCatalog(file: string, access: CatalogAccess): Promise<Db> {
   return createDbPool(opened.map((o) => (o as PromiseFulfilledResult<Db>).value))
 }
 
+/**
+ * Statements each read connection keeps prepared (openDb's statementCache): the shim's queries are
+ * about 20 fixed texts (a few with a table or an order picked from a fixed list), so every one stays
+ * prepared and none is prepared again per request.
+ */
+const READER_STATEMENTS = 64
+
 /** One read-only connection, its mapping set; closed again when the setting fails. */
 async function openReader(file: string, mmapBytes: number): Promise<Db> {
-  const db = await openDb(file, { readonly: true })
+  const db = await openDb(file, { readonly: true, statementCache: READER_STATEMENTS })
   if (mmapBytes === 0) return db
   try {
     // SQLite answers with the size it took: a smaller one (its compile-time limit) is refused, not kept.

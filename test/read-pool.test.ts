@@ -188,3 +188,74 @@ describe('READ_CONNECTIONS', () => {
     })
   })
 })
+
+describe('openDb statementCache', () => {
+  let dir: string
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(realpathSync(os.tmpdir()), 'statements-'))
+  })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  async function numbersDb(file: string): Promise<void> {
+    const db = await openDb(file)
+    await db.exec(`CREATE TABLE n (i INTEGER PRIMARY KEY, sq INTEGER); WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 100) INSERT INTO n SELECT i, i * i FROM c;`)
+    await db.close()
+  }
+
+  it('prepares a text once for every call, answers concurrent calls with their own values, and closes with statements kept', async () => {
+    const file = path.join(dir, 'once.sqlite')
+    await numbersDb(file)
+    const db = await openDb(file, { readonly: true, statementCache: 4 })
+    const prepared: string[] = []
+    const prepare = db.raw.prepare.bind(db.raw)
+    db.raw.prepare = ((sql: string, ...rest: never[]) => (prepared.push(sql), prepare(sql, ...rest))) as typeof db.raw.prepare
+    const sql = `SELECT i, sq FROM n WHERE i IN (SELECT value FROM json_each(?)) ORDER BY i`
+    const asks = Array.from({ length: 30 }, (_, k) => [k + 1, k + 50])
+    const answers = await Promise.all(asks.map((ids) => db.all<{ i: number; sq: number }>(sql, [JSON.stringify(ids)])))
+    expect(answers).toEqual(asks.map((ids) => ids.map((i) => ({ i, sq: i * i }))))
+    expect(await db.all(sql, [JSON.stringify([100, 7])])).toEqual([{ i: 7, sq: 49 }, { i: 100, sq: 10000 }])
+    expect(prepared).toEqual([sql])
+    // Named parameters bind the same way on a kept statement.
+    expect(await db.all(`SELECT sq FROM n WHERE i = $i`, { $i: 12 })).toEqual([{ sq: 144 }])
+    await db.close()
+  })
+
+  it('keeps at most its limit, least recently used dropped first, and gives every text its own answers throughout', async () => {
+    const file = path.join(dir, 'lru.sqlite')
+    await numbersDb(file)
+    const db = await openDb(file, { readonly: true, statementCache: 3 })
+    const prepared: string[] = []
+    const prepare = db.raw.prepare.bind(db.raw)
+    db.raw.prepare = ((sql: string, ...rest: never[]) => (prepared.push(sql), prepare(sql, ...rest))) as typeof db.raw.prepare
+    const text = (k: number): string => `SELECT sq + ${k} AS v FROM n WHERE i = ?`
+    const ask = async (k: number, i: number): Promise<void> => expect(await db.all(text(k), [i])).toEqual([{ v: i * i + k }])
+    // 1, 2, 3 kept; 1 used again (most recent); 4 evicts 2, the least recent; 2 is prepared again.
+    await ask(1, 2)
+    await ask(2, 3)
+    await ask(3, 4)
+    await ask(1, 5)
+    await ask(4, 6)
+    await ask(1, 7)
+    await ask(3, 8)
+    await ask(2, 9)
+    expect(prepared).toEqual([text(1), text(2), text(3), text(4), text(2)])
+    // Many texts at once, past the limit while their calls are in flight: none meets a finalized statement.
+    await Promise.all(Array.from({ length: 40 }, (_, k) => ask(10 + (k % 20), 1 + k)))
+    await db.close()
+  })
+
+  it('rejects a text SQLite cannot prepare with its error (no hang), forgets it, and still closes', async () => {
+    const file = path.join(dir, 'bad.sqlite')
+    await numbersDb(file)
+    const db = await openDb(file, { readonly: true, statementCache: 8 })
+    const bad = `SELECT nope FROM n WHERE i = ?`
+    const [first, second] = await Promise.allSettled([db.all(bad, [1]), db.all(bad, [2])])
+    expect(first.status === 'rejected' && String(first.reason)).toMatch(/no such column: nope/)
+    expect(second.status === 'rejected' && String(second.reason)).toMatch(/no such column: nope/)
+    await expect(db.all(bad, [3])).rejects.toThrow(/no such column: nope/)
+    // A bad value for a good statement fails that call only.
+    await expect(db.all(`SELECT sq FROM n WHERE i = ?`, [1, 2, 3])).rejects.toThrow(/SQLITE_RANGE/)
+    expect(await db.all(`SELECT sq FROM n WHERE i = ?`, [3])).toEqual([{ sq: 9 }])
+    await db.close()
+  })
+})

@@ -9,8 +9,8 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
 import { createBody } from '../build/render/body.ts'
 import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, versionsByHashSchema, type Version } from '../build/schema/api.ts'
-import { MAX_BULK_HASHES, versionFilesQuerySchema } from '../build/schema/query.ts'
-import { readPlainHashList, readQuery } from '../shim/query.ts'
+import { MAX_BULK_HASHES, versionFilesOtherParamsSchema, versionFilesQuerySchema, versionFilesUpdateOtherParamsSchema, versionFilesUpdateQuerySchema } from '../build/schema/query.ts'
+import { readPlainHashList, readPlainHashQuery, readQuery } from '../shim/query.ts'
 import { answerCacheKey } from '../shim/static-cache.ts'
 import { expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer, type VersionFilters } from './harness.ts'
 
@@ -321,6 +321,44 @@ describe('GET /version-files?hashes=', () => {
       `hashes=${h1}+`,
     ]
     for (const search of others) expect(readPlainHashList(search, MAX_BULK_HASHES)).toBeUndefined()
+  })
+
+  it('reads a plain list followed by other parameters to what readQuery gives, and leaves every other form and every problem to readQuery', () => {
+    const sha1 = 'a'.repeat(40)
+    const [h1, h2] = [...byHash.keys()].filter((h) => h.length === 64) as [string, string]
+    const distinct = (n: number): string[] => Array.from({ length: n }, (_, i) => i.toString(16).padStart(64, '0'))
+    const readBoth = (search: string, others: typeof versionFilesUpdateOtherParamsSchema, whole: typeof versionFilesUpdateQuerySchema) => {
+      const fast = readPlainHashQuery(search, MAX_BULK_HASHES, others)
+      const slow = readQuery(search, whole)
+      return { fast, slow: { hashes: [...new Set(slow.hashes)], rest: { ...slow, hashes: undefined } } }
+    }
+    const same = [
+      `hashes=${h1},${h2},${h1}`,
+      `hashes=${h1}&gameVersion=1.21.4&loader=fabric`,
+      `hashes=${h1},${h2}&gameVersion=1.21.4,1.21.1&platform=fabric&channel=stable,beta`,
+      `hashes=${h1}&algorithm=sha256&gameVersion=%5B%221.21.4%22%5D`,
+      `hashes=${sha1}&algorithm=sha1&platform=neoforge&platform=forge`,
+      `hashes=${distinct(100).join(',')}&unknown=1&gameVersion=1.20.1`,
+    ]
+    for (const search of same) {
+      const { fast, slow } = readBoth(search, versionFilesUpdateOtherParamsSchema, versionFilesUpdateQuerySchema)
+      expect(fast, search).toBeDefined()
+      expect({ hashes: fast!.hashes, rest: { ...fast!.rest, hashes: undefined } }, search).toEqual(slow)
+    }
+    expect(readPlainHashQuery(`hashes=${h1},${sha1}`, MAX_BULK_HASHES, versionFilesOtherParamsSchema)).toEqual({ hashes: [h1, sha1], rest: {} })
+    const others = [
+      `gameVersion=1.21.4&hashes=${h1}`,
+      `hashes=${h1}&hashes=${h2}`,
+      `hashes=${h1}&h%61shes=${h2}`,
+      `hashes=${h1}&algorithm=sha1`,
+      `hashes=${sha1}&algorithm=sha256`,
+      `hashes=${h1}&algorithm=md5`,
+      `hashes=${h1}&channel=nightly`,
+      `hashes=${h1}&gameVersion=1.21.4&gameVersion=[1`,
+      `hashes=${h1.toUpperCase()}&platform=fabric`,
+      `hashes=&platform=fabric`,
+    ]
+    for (const search of others) expect(readPlainHashQuery(search, MAX_BULK_HASHES, versionFilesUpdateOtherParamsSchema), search).toBeUndefined()
   })
 
   it('422s name the bad parameter', async () => {

@@ -33,6 +33,13 @@ export interface OpenDbOptions {
   readonly?: boolean
   /** Milliseconds to wait on a locked database before SQLITE_BUSY. */
   busyTimeout?: number
+  /**
+   * Statements `all` keeps prepared, by SQL text, least recently used dropped first (0, the default:
+   * none). For a read-only connection whose queries are a few fixed texts with bound values, as the
+   * shim's are: node-sqlite3's `Database#all` prepares its statement on every call, about 60–70 µs
+   * of CPU for the 100-hash lookup at the large catalog (bench/results/PROFILE.md, Session 17).
+   */
+  statementCache?: number
 }
 
 /** Opens (or creates) a database file. */
@@ -42,7 +49,7 @@ export function openDb(file: string, options: OpenDbOptions = {}): Promise<Db> {
     const raw = new sqlite3.Database(file, mode, (err) => {
       if (err) return reject(err)
       raw.configure('busyTimeout', options.busyTimeout ?? 5000)
-      resolve(wrapDb(raw, file))
+      resolve(wrapDb(raw, file, options.statementCache ?? 0))
     })
   })
 }
@@ -51,7 +58,8 @@ function args(params?: SqlParams): unknown[] {
   return params === undefined ? [] : [params]
 }
 
-function wrapDb(raw: sqlite3.Database, file: string): Db {
+function wrapDb(raw: sqlite3.Database, file: string, statementCache: number): Db {
+  const kept = statementCache > 0 ? keptStatements(raw, statementCache) : undefined
   return {
     raw,
     file,
@@ -63,9 +71,11 @@ function wrapDb(raw: sqlite3.Database, file: string): Db {
         })
       }),
     all: <T>(sql: string, params?: SqlParams) =>
-      new Promise<T[]>((resolve, reject) => {
-        raw.all(sql, ...args(params), (err: Error | null, rows: T[]) => (err ? reject(err) : resolve(rows)))
-      }),
+      kept
+        ? kept.all<T>(sql, params)
+        : new Promise<T[]>((resolve, reject) => {
+            raw.all(sql, ...args(params), (err: Error | null, rows: T[]) => (err ? reject(err) : resolve(rows)))
+          }),
     get: <T>(sql: string, params?: SqlParams) =>
       new Promise<T | undefined>((resolve, reject) => {
         raw.get(sql, ...args(params), (err: Error | null, row: T | undefined) => (err ? reject(err) : resolve(row)))
@@ -75,7 +85,66 @@ function wrapDb(raw: sqlite3.Database, file: string): Db {
       new Promise((resolve, reject) => {
         const stmt: sqlite3.Statement = raw.prepare(sql, (err) => (err ? reject(err) : resolve(wrapStatement(stmt))))
       }),
-    close: () => new Promise((resolve, reject) => raw.close((err) => (err ? reject(err) : resolve()))),
+    close: async () => {
+      // sqlite3_close refuses a connection with statements not finalized.
+      await kept?.finalizeAll()
+      await new Promise<void>((resolve, reject) => raw.close((err) => (err ? reject(err) : resolve())))
+    },
+  }
+}
+
+/**
+ * Prepared statements by SQL text, at most `limit`, the least recently used finalized first. A
+ * statement's calls queue behind each other in node-sqlite3 (as a connection's queries run one at a
+ * time anyway), and `all` resets it after its last row, so one statement serves every caller.
+ * Callers wait for the preparation: node-sqlite3 drops the calls queued on a statement that fails to
+ * prepare without calling them back. One that fails is forgotten at once (its callers get SQLite's
+ * error; the next call prepares the text again). One evicted is finalized only after the callers
+ * that already hold it have queued their calls (a macrotask later), so none meets a finalized one.
+ */
+function keptStatements(raw: sqlite3.Database, limit: number) {
+  const statements = new Map<string, Promise<sqlite3.Statement>>()
+  const finalize = (stmt: sqlite3.Statement): Promise<void> => new Promise((resolve) => stmt.finalize(() => resolve()))
+  const prepare = (sql: string): Promise<sqlite3.Statement> =>
+    new Promise((resolve, reject) => {
+      const stmt: sqlite3.Statement = raw.prepare(sql, (err) => (err ? reject(err) : resolve(stmt)))
+    })
+  const statement = (sql: string): Promise<sqlite3.Statement> => {
+    const kept = statements.get(sql)
+    if (kept !== undefined) {
+      // Most recently used last: a Map iterates in insertion order.
+      statements.delete(sql)
+      statements.set(sql, kept)
+      return kept
+    }
+    const made = prepare(sql)
+    statements.set(sql, made)
+    made.catch(() => {
+      if (statements.get(sql) === made) statements.delete(sql)
+    })
+    if (statements.size > limit) {
+      const [oldest, old] = statements.entries().next().value as [string, Promise<sqlite3.Statement>]
+      statements.delete(oldest)
+      old.then((stmt) => setImmediate(() => void finalize(stmt)), () => {})
+    }
+    return made
+  }
+  return {
+    async all<T>(sql: string, params: SqlParams | undefined): Promise<T[]> {
+      const stmt = await statement(sql)
+      return new Promise<T[]>((resolve, reject) => {
+        stmt.all(...args(params), (err: Error | null, rows: T[]) => (err ? reject(err) : resolve(rows)))
+      })
+    },
+    /** Finalizes every kept statement (before the connection closes). */
+    async finalizeAll(): Promise<void> {
+      const all = [...statements.values()]
+      statements.clear()
+      const settled = await Promise.allSettled(all)
+      // A macrotask later, as for an eviction: callers holding one have queued their calls by then.
+      await new Promise((resolve) => setImmediate(resolve))
+      await Promise.all(settled.flatMap((s) => (s.status === 'fulfilled' ? [finalize(s.value)] : [])))
+    },
   }
 }
 

@@ -106,6 +106,9 @@ export const versionFilesQuerySchema = z
   .object({ hashes: listParam(hashParam as unknown as z.ZodType<string>, MAX_BULK_HASHES), algorithm: algorithmParam.optional() })
   .superRefine(checkAlgorithm)
 
+/** GET /version-files without its `hashes` (shim/query.ts, readPlainHashQuery). */
+export const versionFilesOtherParamsSchema = z.object({ algorithm: algorithmParam.optional() })
+
 /** Filters of update matching. */
 export const updateFilterParams = {
   channel: listParam(channel, 3).optional(),
@@ -117,6 +120,9 @@ export const updateFilterParams = {
 export const versionFilesUpdateQuerySchema = z
   .object({ hashes: listParam(hashParam as unknown as z.ZodType<string>, MAX_BULK_HASHES), algorithm: algorithmParam.optional(), ...updateFilterParams })
   .superRefine(checkAlgorithm)
+
+/** GET /version-files/update without its `hashes` (shim/query.ts, readPlainHashQuery). */
+export const versionFilesUpdateOtherParamsSchema = z.object({ algorithm: algorithmParam.optional(), ...updateFilterParams })
 
 /** GET /version-files/{hash}. */
 export const versionFileQuerySchema = z.object({ algorithm: algorithmParam.optional() })

@@ -14,7 +14,9 @@ import {
   MAX_BULK_HASHES,
   hashParam,
   versionFileQuerySchema,
+  versionFilesOtherParamsSchema,
   versionFilesQuerySchema,
+  versionFilesUpdateOtherParamsSchema,
   versionFilesUpdateQuerySchema,
   versionFileUpdateQuerySchema,
 } from '../../build/schema/query.ts'
@@ -22,7 +24,7 @@ import { mayContainHash } from '../../build/hash-filter.ts'
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
-import { readPlainHashList, readQuery } from '../query.ts'
+import { readPlainHashQuery, readQuery } from '../query.ts'
 import type { Release } from '../release.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
 import { answerCacheKey, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
@@ -262,7 +264,8 @@ async function handleVersionFiles(input: RouteInput): Promise<void> {
   if (kept) return sendBodyParts(event, kept, mutableCacheControl(ctx))
   const generation = cache.generation
   // A plain list of lowercase hashes, as mod managers send it, without URLSearchParams and zod.
-  const hashes = readPlainHashList(input.search, MAX_BULK_HASHES) ?? uniqueHashes(readQuery(input.search, versionFilesQuerySchema).hashes)
+  const hashes =
+    readPlainHashQuery(input.search, MAX_BULK_HASHES, versionFilesOtherParamsSchema)?.hashes ?? uniqueHashes(readQuery(input.search, versionFilesQuerySchema).hashes)
   const made = await renderVersionsByHash(ctx, hashes)
   // A plan with a body that left the cache is replaced by one that refers to the entries kept now;
   // a request asked for the first time is only noted (admit), and its plan kept when it comes again.
@@ -313,6 +316,8 @@ async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
 async function handleVersionFilesUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
   const body = await cachedUpdate(ctx, answerCacheKey('updates', input.search), async () => {
+    const plain = readPlainHashQuery(input.search, MAX_BULK_HASHES, versionFilesUpdateOtherParamsSchema)
+    if (plain) return renderVersionsByHashBody(await findUpdates(ctx.release, plain.hashes, plain.rest))
     const query = readQuery(input.search, versionFilesUpdateQuerySchema)
     return renderVersionsByHashBody(await findUpdates(ctx.release, uniqueHashes(query.hashes), query))
   })
