@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from 'node:net'
-import { SHIM_HEAP_MB_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT, SHIM_V8_FLAGS } from '../shim/heap.ts'
+import { SHIM_HEAP_MB_DEFAULT, SHIM_MALLOC_ARENA_MAX_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT, SHIM_V8_FLAGS } from '../shim/heap.ts'
 import { renderFrontConfig } from '../shim/front-config.ts'
 import { listChildPids } from './proc.ts'
 
@@ -84,6 +84,8 @@ export async function startShim(options: ShimStart): Promise<ServerHandle> {
     PORT: String(options.port),
     DIST_DIR: path.resolve(options.distDir),
     RATE_LIMIT: String(BENCH_RATE_LIMIT),
+    // As npm run serve sets it (shim/heap.ts), unless the environment gives its own.
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? String(SHIM_MALLOC_ARENA_MAX_DEFAULT),
     // Never write beside a release we were only asked to read.
     COUNTERS_FILE: path.join(options.workDir, `counters-${options.port}.sqlite`),
     ...options.env,

@@ -24,6 +24,17 @@ export const SHIM_HEAP_MB_DEFAULT = 224
 export const SHIM_SEMI_SPACE_MB_DEFAULT = 16
 
 /**
+ * glibc's `MALLOC_ARENA_MAX` of the serve script when that variable is unset. glibc gives each
+ * thread that allocates its own arena (up to eight per core), and the shim's threads all allocate:
+ * SQLite's queries on libuv's threads, V8's helpers, the file reads. Each arena keeps what it freed
+ * for its thread, so RSS grows by the peak of every arena. With two, the shim's RSS after the
+ * dynamic load at the large catalog was 245–253 MB against 265–270 MB (peaks 249–261 against
+ * 268–270), with no difference in requests/s beyond the host's noise (bench/results/PROFILE.md,
+ * Session 19).
+ */
+export const SHIM_MALLOC_ARENA_MAX_DEFAULT = 2
+
+/**
  * V8 flags of the serve script besides the heap's: V8's logger turned on, writing nowhere. In
  * `npm run bench:serve` at the large catalog, a shim without them answered static 200s at
  * 0.64–0.71× raw node in 8 of 13 runs (and 0.79–0.88× in the rest); with them, at 0.79–0.90× in 10 of
