@@ -75,17 +75,20 @@ export interface BodyParts {
 
 /**
  * Wraps parts (e.g. slices of cached bodies) and their total `length` (the caller summed it as it
- * cut them) with an ETag derived from `identity` instead of from their bytes: a string that
- * determines the bytes, such as each spliced body's own content ETag in order with the text between
- * them. The ETag keeps the one format (build/render/etag.ts: the first
+ * cut them) with an ETag derived from `identity` instead of from their bytes: pieces that, in turn,
+ * determine the bytes, such as the text between the spliced bodies and each body's own content ETag
+ * in order. The ETag keeps the one format (build/render/etag.ts: the first
  * bits of a SHA-256, and the total length), is strong, and changes whenever a part's ETag or the
  * text between parts does, that is whenever the bytes do (a changed part keeps its ETag with
  * probability about 2^-30, the rule's own odds). Hashing the identity (a few KB) rather than a
- * 100 KB answer was 13% of a bulk hash lookup's CPU (bench/results/PROFILE.md). The parts are never
- * concatenated in memory: at 800 requests/s those 100 KB buffers alone held 60 MB of RSS.
+ * 100 KB answer was 13% of a bulk hash lookup's CPU (bench/results/PROFILE.md). Pieces rather than
+ * one string: a string built by `+=` is a rope that hashing must first copy flat. The parts are
+ * never concatenated in memory: at 800 requests/s those 100 KB buffers alone held 60 MB of RSS.
  */
-export function createDerivedBodyParts({ parts, length }: { parts: readonly Buffer[]; length: number }, identity: string): BodyParts {
-  return { etag: contentEtag(createHash('sha256').update(identity).digest(), length), length, parts }
+export function createDerivedBodyParts({ parts, length }: { parts: readonly Buffer[]; length: number }, identity: readonly (string | Buffer)[]): BodyParts {
+  const hash = createHash('sha256')
+  for (const piece of identity) hash.update(piece)
+  return { etag: contentEtag(hash.digest(), length), length, parts }
 }
 
 /** Sends body parts as sendBody sends a body: the same headers, one corked write of every part. */

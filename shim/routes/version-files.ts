@@ -68,18 +68,18 @@ interface SplicePlan extends KeptBody {
  */
 function spliceVersionsByHash(hashes: readonly string[], bodies: readonly Body[], releaseId: string): { answer: BodyParts; between: Buffer; ends: number[] } {
   let text = ''
-  let identity = 'VersionsByHash'
   const ends: number[] = []
   for (const [i, hash] of hashes.entries()) {
     text += `${i === 0 ? '{"data":{' : ','}"${hash}":`
     ends.push(text.length)
-    // An ETag is quoted, so hash and ETag read back unambiguously.
-    identity += `,${hash}${bodies[i]!.etag}`
   }
   text += hashes.length === 0 ? '{"data":{}}' : '}}'
   // Hex hashes and ASCII punctuation: one byte per character.
   const between = Buffer.from(text, 'latin1')
   const spliced = spliceParts(between, ends, (i) => bodies[i], releaseId, hashes)!
+  // The text between the versions names the hashes in order, and has no line break; each body's
+  // ETag (quoted, no line break either) follows on a line of its own.
+  const identity = ['VersionsByHash\n', between, `\n${bodies.map((b) => b.etag).join('\n')}`]
   return { answer: createDerivedBodyParts(spliced, identity), between, ends }
 }
 
