@@ -81,17 +81,23 @@ async function readAll(res: IncomingMessage): Promise<Buffer> {
   return Buffer.concat(chunks)
 }
 
+/** Sends SIGTERM while a request's head is half sent, and checks the shim is still running 400 ms later. */
+async function signalDuringRequest(shim: Shim): Promise<Socket> {
+  const socket = await openSocket(shim.origin)
+  socket.write('GET /api/v1/projects/sodium HTTP/1.1\r\nHost: 127.0.0.1\r\n')
+  await new Promise((r) => setTimeout(r, 100))
+  shim.child.kill('SIGTERM')
+  await new Promise((r) => setTimeout(r, 400))
+  expect(shim.child.exitCode).toBeNull()
+  return socket
+}
+
 describe('stopping the shim', () => {
   it('on SIGTERM answers a request in flight, refuses new connections, then exits 0', async () => {
     const shim = await startShim('inflight')
     const expected = await readAll(await get(shim.origin, '/api/v1/projects/sodium'))
     // A request in flight: its head half sent when the signal comes.
-    const socket = await openSocket(shim.origin)
-    socket.write('GET /api/v1/projects/sodium HTTP/1.1\r\nHost: 127.0.0.1\r\n')
-    await new Promise((r) => setTimeout(r, 100))
-    shim.child.kill('SIGTERM')
-    await new Promise((r) => setTimeout(r, 400))
-    expect(shim.child.exitCode).toBeNull()
+    const socket = await signalDuringRequest(shim)
     expect(shim.stderr()).toMatch(/SIGTERM: finishing the requests in flight/)
     await expect(get(shim.origin, '/api/v1/tags/platform')).rejects.toThrow(/ECONNREFUSED/)
     const answer = readSocket(socket)
@@ -129,12 +135,7 @@ describe('stopping the shim', () => {
 
   it('stops at once, exit 1, on a second signal while a request is still in flight', async () => {
     const shim = await startShim('twice')
-    const socket = await openSocket(shim.origin)
-    socket.write('GET /api/v1/projects/sodium HTTP/1.1\r\nHost: 127.0.0.1\r\n')
-    await new Promise((r) => setTimeout(r, 100))
-    shim.child.kill('SIGTERM')
-    await new Promise((r) => setTimeout(r, 300))
-    expect(shim.child.exitCode).toBeNull()
+    const socket = await signalDuringRequest(shim)
     shim.child.kill('SIGTERM')
     const exit = await shim.exited
     expect(exit).toMatchObject({ code: 1, signal: null })

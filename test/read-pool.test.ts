@@ -202,13 +202,19 @@ describe('openDb statementCache', () => {
     await db.close()
   }
 
-  it('prepares a text once for every call, answers concurrent calls with their own values, and closes with statements kept', async () => {
-    const file = path.join(dir, 'once.sqlite')
+  /** A read connection to a new numbers database keeping `limit` statements, and the texts it prepares. */
+  async function numbersReader(name: string, limit: number): Promise<{ db: Db; prepared: string[] }> {
+    const file = path.join(dir, `${name}.sqlite`)
     await numbersDb(file)
-    const db = await openDb(file, { readonly: true, statementCache: 4 })
+    const db = await openDb(file, { readonly: true, statementCache: limit })
     const prepared: string[] = []
     const prepare = db.raw.prepare.bind(db.raw)
     db.raw.prepare = ((sql: string, ...rest: never[]) => (prepared.push(sql), prepare(sql, ...rest))) as typeof db.raw.prepare
+    return { db, prepared }
+  }
+
+  it('prepares a text once for every call, answers concurrent calls with their own values, and closes with statements kept', async () => {
+    const { db, prepared } = await numbersReader('once', 4)
     const sql = `SELECT i, sq FROM n WHERE i IN (SELECT value FROM json_each(?)) ORDER BY i`
     const asks = Array.from({ length: 30 }, (_, k) => [k + 1, k + 50])
     const answers = await Promise.all(asks.map((ids) => db.all<{ i: number; sq: number }>(sql, [JSON.stringify(ids)])))
@@ -221,12 +227,7 @@ describe('openDb statementCache', () => {
   })
 
   it('keeps at most its limit, least recently used dropped first, and gives every text its own answers throughout', async () => {
-    const file = path.join(dir, 'lru.sqlite')
-    await numbersDb(file)
-    const db = await openDb(file, { readonly: true, statementCache: 3 })
-    const prepared: string[] = []
-    const prepare = db.raw.prepare.bind(db.raw)
-    db.raw.prepare = ((sql: string, ...rest: never[]) => (prepared.push(sql), prepare(sql, ...rest))) as typeof db.raw.prepare
+    const { db, prepared } = await numbersReader('lru', 3)
     const text = (k: number): string => `SELECT sq + ${k} AS v FROM n WHERE i = ?`
     const ask = async (k: number, i: number): Promise<void> => expect(await db.all(text(k), [i])).toEqual([{ v: i * i + k }])
     // 1, 2, 3 kept; 1 used again (most recent); 4 evicts 2, the least recent; 2 is prepared again.
