@@ -116,7 +116,7 @@ export function readPlainHashQuery<S extends z.ZodObject>(search: string, max: n
   if (tail !== '' && 'hashes' in parseSearch(tail)) return undefined
   let rest: z.output<S>
   try {
-    rest = readQuery(tail, others)
+    rest = tail === '' ? emptyQueryOf(others) : readQuery(tail, others)
   } catch {
     return undefined
   }
@@ -126,4 +126,11 @@ export function readPlainHashQuery<S extends z.ZodObject>(search: string, max: n
     for (const h of hashes) if (h.length !== length) return undefined
   }
   return { hashes, rest }
+}
+
+/** What a schema reads from an empty query, read once per schema: a plain bulk lookup has no other parameter. */
+const emptyQueries = new WeakMap<z.ZodObject, unknown>()
+function emptyQueryOf<S extends z.ZodObject>(schema: S): z.output<S> {
+  if (!emptyQueries.has(schema)) emptyQueries.set(schema, readQuery('', schema))
+  return emptyQueries.get(schema) as z.output<S>
 }

@@ -234,6 +234,18 @@ function readPathHash(raw: string, algorithm: z.output<typeof algorithmParam> | 
 }
 
 /**
+ * A bulk query's hashes, each once, and its other parameters (`others`: the endpoint's schema without
+ * `hashes`). A plain list of lowercase hashes, as mod managers send it, is read without
+ * URLSearchParams and zod (readPlainHashQuery); any other query, and every problem, through `whole`.
+ */
+function readHashQuery<O extends z.ZodObject>(search: string, others: O, whole: z.ZodObject): { hashes: string[]; rest: z.output<O> } {
+  const plain = readPlainHashQuery(search, MAX_BULK_HASHES, others)
+  if (plain) return plain
+  const query = readQuery(search, whole) as { hashes: string[] } & z.output<O>
+  return { hashes: uniqueHashes(query.hashes), rest: query }
+}
+
+/**
  * Each hash once, in the order first asked. The query's hashes are already lowercase (hashParam), so
  * two spellings of a hash, which differ only in case, are the same string here.
  */
@@ -263,9 +275,7 @@ async function handleVersionFiles(input: RouteInput): Promise<void> {
   const kept = plan && answerFromPlan(cache, plan, ctx.release.id)
   if (kept) return sendBodyParts(event, kept, mutableCacheControl(ctx))
   const generation = cache.generation
-  // A plain list of lowercase hashes, as mod managers send it, without URLSearchParams and zod.
-  const hashes =
-    readPlainHashQuery(input.search, MAX_BULK_HASHES, versionFilesOtherParamsSchema)?.hashes ?? uniqueHashes(readQuery(input.search, versionFilesQuerySchema).hashes)
+  const { hashes } = readHashQuery(input.search, versionFilesOtherParamsSchema, versionFilesQuerySchema)
   const made = await renderVersionsByHash(ctx, hashes)
   // A plan with a body that left the cache is replaced by one that refers to the entries kept now;
   // a request asked for the first time is only noted (admit), and its plan kept when it comes again.
@@ -316,10 +326,8 @@ async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
 async function handleVersionFilesUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
   const body = await cachedUpdate(ctx, answerCacheKey('updates', input.search), async () => {
-    const plain = readPlainHashQuery(input.search, MAX_BULK_HASHES, versionFilesUpdateOtherParamsSchema)
-    if (plain) return renderVersionsByHashBody(await findUpdates(ctx.release, plain.hashes, plain.rest))
-    const query = readQuery(input.search, versionFilesUpdateQuerySchema)
-    return renderVersionsByHashBody(await findUpdates(ctx.release, uniqueHashes(query.hashes), query))
+    const { hashes, rest } = readHashQuery(input.search, versionFilesUpdateOtherParamsSchema, versionFilesUpdateQuerySchema)
+    return renderVersionsByHashBody(await findUpdates(ctx.release, hashes, rest))
   })
   sendBody(event, body, mutableCacheControl(ctx))
 }
