@@ -5,20 +5,14 @@
  * without a whole build.
  */
 import { openDb } from '../build/db/sqlite.ts'
-import { createSearchIndex } from '../build/search-index.ts'
+import { createSearchIndex, dropSearchIndex } from '../build/search-index.ts'
 
 const i = process.argv.indexOf('--db')
 const file = i >= 0 ? process.argv[i + 1] : undefined
 if (!file) throw new Error('usage: search-reindex.ts --db FILE')
 const db = await openDb(file)
 await db.exec(`PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;`)
-const tables = await db.all<{ name: string }>(
-  `SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'search%' AND sql LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name DESC`,
-)
-// Virtual tables first (search_vocab before search_all: it depends on it), then the plain ones.
-for (const t of tables.sort((a, b) => (a.name === 'search_vocab' ? -1 : b.name === 'search_vocab' ? 1 : 0))) await db.exec(`DROP TABLE ${t.name}`)
-const rest = await db.all<{ name: string }>(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'search%'`)
-for (const t of rest) await db.exec(`DROP TABLE IF EXISTS ${t.name}`)
+await dropSearchIndex(db)
 const started = performance.now()
 await createSearchIndex(db)
 process.stdout.write(`search index built in ${((performance.now() - started) / 1000).toFixed(1)} s\n`)

@@ -4,6 +4,7 @@
  * every project, version and user rendered once and stored as JSON for the shim.
  */
 import { existsSync } from 'node:fs'
+import path from 'node:path'
 import type { BuildContext } from './context.ts'
 import { createBatcher } from './load.ts'
 import { BUILD_CACHE_KIB, catalogIndexes, catalogSchema, versionIndexes } from './db/schema.ts'
@@ -21,7 +22,7 @@ import {
 import type { Author } from './schema/api.ts'
 import type { SourceProject, SourceUser } from './schema/source.ts'
 import { createHashFilter } from './hash-filter.ts'
-import { createSearchIndex } from './search-index.ts'
+import { startSearchIndex } from './search-index.ts'
 
 /** In-memory lookups the renderers of the static tree need (small: one entry per user/project). */
 export interface CatalogMaps {
@@ -45,13 +46,20 @@ export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSe
   step('copied the visible versions, files and dependencies')
   const authors = await writeAuthors(db)
   const projects = await writeProjects(db, authors)
-  step('rendered the projects')
-  await writeVersionJson(db, settings, projects)
-  step('rendered the versions')
   await writeUserProfiles(db)
-  await db.exec(catalogIndexes)
-  step('rendered the users and indexed the catalog')
-  await createSearchIndex(db)
+  step('rendered the projects and the users')
+  // The search index needs the projects and users only: built on a connection of its own (its own
+  // SQLite thread, the other core once the checks are done) while this one renders the versions.
+  const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'))
+  try {
+    await writeVersionJson(db, settings, projects)
+    step('rendered the versions')
+    await db.exec(catalogIndexes)
+    step('indexed the catalog')
+    await search.finish()
+  } finally {
+    await search.close()
+  }
   step('built the search index')
   return { authors, projects }
 }

@@ -16,7 +16,9 @@
  * - search_bitmaps: document bitmaps of common words and filter values, for exact totals
  *   (build/search-bitmaps.ts).
  */
-import type { Db } from './db/sqlite.ts'
+import { rmSync } from 'node:fs'
+import { BUILD_CACHE_KIB } from './db/schema.ts'
+import { openDb, type Db } from './db/sqlite.ts'
 import { writeSearchBitmaps } from './search-bitmaps.ts'
 import {
   listDeletions,
@@ -64,42 +66,156 @@ interface DocRow {
   facets: string | null
 }
 
-/** Creates and fills the search tables from the projects table. */
+/**
+ * The search index's input, one row per visible project, in `schema`: the columns of projects,
+ * users and project_facets the documents and the sort positions are made of. The build copies it
+ * into a database of its own (startSearchIndex) so the index is built on another connection while
+ * the catalog's versions are rendered; createSearchIndex reads it from a temp table.
+ */
+const inputSql = (schema: string): string => `
+  CREATE TABLE ${schema}.search_input (project_rowid INTEGER PRIMARY KEY, id TEXT NOT NULL, name TEXT NOT NULL, slug TEXT NOT NULL, type TEXT NOT NULL,
+    author_username TEXT NOT NULL, author_name TEXT, downloads INTEGER NOT NULL, favorites INTEGER NOT NULL, updated_at TEXT NOT NULL, published_at TEXT,
+    summary TEXT, description TEXT, tags TEXT);
+  INSERT INTO ${schema}.search_input
+    SELECT p.rowid, p.id, p.name, p.slug, p.type, p.author_username, u.author_json->>'name', p.downloads, p.favorites, p.updated_at, p.published_at,
+      p.source_json->>'summary', p.source_json->>'description', (SELECT group_concat(t.value, char(10)) FROM json_each(p.source_json, '$.tags') t)
+    FROM main.projects p LEFT JOIN main.users u ON u.id = p.author_id ORDER BY p.rowid;
+  -- project_facets is keyed by facet first: gather each project's facets once instead of a scan per project.
+  CREATE TABLE ${schema}.search_input_facets (project_rowid INTEGER PRIMARY KEY, facets TEXT NOT NULL);
+  INSERT INTO ${schema}.search_input_facets SELECT project_rowid, group_concat(facet, char(10)) FROM main.project_facets GROUP BY project_rowid ORDER BY project_rowid;
+`
+
+/** Creates and fills the search tables of `db` from its projects, users and project_facets tables. */
 export async function createSearchIndex(db: Db): Promise<void> {
+  await db.exec(inputSql('temp'))
+  await fillSearchIndex(db)
+}
+
+/** Drops every search table of `db` (a copy: never a release being served), virtual tables first. */
+export async function dropSearchIndex(db: Db): Promise<void> {
+  const virtual = await db.all<{ name: string }>(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'search%' AND sql LIKE 'CREATE VIRTUAL TABLE%'`)
+  // search_vocab reads search_all: dropped first.
+  for (const { name } of virtual.sort((a, b) => Number(b.name === 'search_vocab') - Number(a.name === 'search_vocab'))) await db.exec(`DROP TABLE ${name}`)
+  const rest = await db.all<{ name: string }>(`SELECT name FROM sqlite_schema WHERE type = 'table' AND name LIKE 'search%'`)
+  for (const { name } of rest) await db.exec(`DROP TABLE IF EXISTS ${name}`)
+}
+
+/** The search index being built beside the catalog (startSearchIndex). */
+export interface SearchIndexBeside {
+  /** Waits for the index, copies its tables into the catalog and removes its file. */
+  finish(): Promise<void>
+  /** Stops it (the build failed) and removes its file; nothing is copied. */
+  close(): Promise<void>
+}
+
+/**
+ * Starts the search index of the catalog `db` (its projects, users and project_facets complete) on
+ * a connection of its own, in `file`, so SQLite builds it on another thread while `db` goes on with
+ * the versions (bench/results/BUILD-PROFILE.md, Session 20). The catalog connection copies the
+ * input into `file` first; finish() copies the finished tables back, each in the order it was made,
+ * with the same rows and rowids as createSearchIndex on the catalog itself would give.
+ */
+export async function startSearchIndex(db: Db, file: string): Promise<SearchIndexBeside> {
+  rmSync(file, { force: true })
+  await db.run(`ATTACH DATABASE ? AS search_side`, [file])
+  try {
+    await db.exec(`PRAGMA search_side.page_size = 8192; PRAGMA search_side.journal_mode = OFF; ${inputSql('search_side')}`)
+  } finally {
+    await db.run(`DETACH DATABASE search_side`)
+  }
+  const side = await openDb(file)
+  const built = (async () => {
+    await side.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;`)
+    await fillSearchIndex(side)
+  })()
+  built.catch(() => {})
+  let open = true
+  const closeSide = async (): Promise<void> => {
+    if (!open) return
+    open = false
+    await side.close()
+  }
+  return {
+    async finish() {
+      await built
+      await closeSide()
+      await copySearchTables(db, file)
+      rmSync(file, { force: true })
+    },
+    async close() {
+      if (open) side.raw.interrupt()
+      await built.catch(() => {})
+      await closeSide().catch(() => {})
+      rmSync(file, { force: true })
+    },
+  }
+}
+
+/**
+ * Copies every table and index of the search database `file` into `db`, in the order they were
+ * made there: a virtual table is created anew (FTS5 makes its shadow tables) and its shadow tables'
+ * rows replaced by the built ones; rows go in in rowid order, so a table's rowids are the same.
+ */
+async function copySearchTables(db: Db, file: string): Promise<void> {
+  await db.run(`ATTACH DATABASE ? AS search_side`, [file])
+  try {
+    const entries = await db.all<{ type: string; name: string; sql: string | null }>(`SELECT type, name, sql FROM search_side.sqlite_schema ORDER BY rowid`)
+    for (const { type, name, sql } of entries) {
+      // Automatic indexes (of UNIQUE and PRIMARY KEY constraints) come with their table.
+      if (sql === null) continue
+      if (type === 'index') {
+        await db.exec(sql)
+        continue
+      }
+      if (type !== 'table') throw new Error(`unexpected ${type} ${name} in the search index`)
+      if (sql.startsWith('CREATE VIRTUAL TABLE')) {
+        await db.exec(sql)
+        continue
+      }
+      const made = await db.get(`SELECT 1 FROM main.sqlite_schema WHERE name = ?`, [name])
+      // A virtual table's shadow table, made by it just now with its first rows.
+      if (made !== undefined) await db.exec(`DELETE FROM main."${name}"`)
+      else await db.exec(sql)
+      const order = /WITHOUT ROWID\s*$/i.test(sql) ? '' : ' ORDER BY rowid'
+      await db.exec(`INSERT INTO main."${name}" SELECT * FROM search_side."${name}"${order}`)
+    }
+  } finally {
+    await db.run(`DETACH DATABASE search_side`)
+  }
+}
+
+/** Creates and fills the search tables from search_input and search_input_facets (inputSql), then drops those. */
+async function fillSearchIndex(db: Db): Promise<void> {
   const posColumns = Object.keys(positions)
   await db.exec(`
     CREATE TABLE search_docs (rank INTEGER PRIMARY KEY, project_rowid INTEGER NOT NULL, ${posColumns.map((c) => `${c} INTEGER NOT NULL`).join(', ')});
     INSERT INTO search_docs
-      SELECT row_number() OVER (ORDER BY p.downloads DESC, p.id), p.rowid,
+      SELECT row_number() OVER (ORDER BY p.downloads DESC, p.id), p.project_rowid,
         ${Object.values(positions).map((o) => `row_number() OVER (ORDER BY ${o})`).join(', ')}
-      FROM projects p ORDER BY 1;
+      FROM search_input p ORDER BY 1;
     ${[...posColumns, 'project_rowid'].map((c) => `CREATE UNIQUE INDEX search_docs_${c.replace(/_rowid$/, '')} ON search_docs(${c});`).join('\n')}
     ${['search_all', ...sortedTables].map((t) => `CREATE VIRTUAL TABLE ${t} USING fts5(body, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2');`).join('\n')}
     CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_all, row);
     CREATE TEMP TABLE typo_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
     CREATE TEMP TABLE doc_bodies (rank INTEGER PRIMARY KEY, body TEXT NOT NULL);
-    -- project_facets is keyed by facet first: gather each project's facets once instead of a scan per project.
-    CREATE TEMP TABLE doc_facets (project_rowid INTEGER PRIMARY KEY, facets TEXT NOT NULL);
-    INSERT INTO doc_facets SELECT project_rowid, group_concat(facet, char(10)) FROM project_facets GROUP BY project_rowid ORDER BY project_rowid;
   `)
-  // Projects in rowid order (sequential reads of the big table); their ranks through search_docs_project.
+  // Projects in rowid order (sequential reads of the input); their ranks through search_docs_project.
   for (let after = 0; ; ) {
-    const rows = await db.all<DocRow & { rowid: number }>(
-      `SELECT p.rowid, d.rank, ${posColumns.map((c) => `d.${c}`).join(', ')}, p.name, p.slug, p.type, p.author_username, u.author_json->>'name' AS author_name,
-         p.source_json->>'summary' AS summary, p.source_json->>'description' AS description,
-         (SELECT group_concat(t.value, char(10)) FROM json_each(p.source_json, '$.tags') t) AS tags,
-         (SELECT f.facets FROM doc_facets f WHERE f.project_rowid = p.rowid) AS facets
-       FROM projects p CROSS JOIN search_docs d ON d.project_rowid = p.rowid LEFT JOIN users u ON u.id = p.author_id
-       WHERE p.rowid > ? ORDER BY p.rowid LIMIT ${BATCH}`,
+    const rows = await db.all<DocRow & { project_rowid: number }>(
+      `SELECT p.project_rowid, d.rank, ${posColumns.map((c) => `d.${c}`).join(', ')}, p.name, p.slug, p.type, p.author_username, p.author_name,
+         p.summary, p.description, p.tags, f.facets
+       FROM search_input p CROSS JOIN search_docs d ON d.project_rowid = p.project_rowid LEFT JOIN search_input_facets f ON f.project_rowid = p.project_rowid
+       WHERE p.project_rowid > ? ORDER BY p.project_rowid LIMIT ${BATCH}`,
       [after],
     )
     if (rows.length === 0) break
-    after = rows[rows.length - 1]!.rowid
+    after = rows[rows.length - 1]!.project_rowid
     const docs = rows.map((r) => renderDocument(r))
     await db.run(`INSERT INTO doc_bodies SELECT j.value->>0, j.value->>1 FROM json_each(?) j`, [JSON.stringify(docs.map((d, i) => [rows[i]!.rank, d.body]))])
     const terms = docs.flatMap((d) => d.typoTerms)
     await db.run(`INSERT OR IGNORE INTO typo_terms SELECT value FROM json_each(?)`, [JSON.stringify(terms)])
   }
+  await db.exec(`DROP TABLE search_input; DROP TABLE search_input_facets;`)
   // FTS5 flushes its buffer whenever a rowid is not above the previous one: insert each table in its rowid order.
   await db.exec(`INSERT INTO search_all (rowid, body) SELECT rank, body FROM doc_bodies ORDER BY rank`)
   for (const [k, table] of sortedTables.entries()) {
@@ -167,6 +283,5 @@ async function writeTypoKeys(db: Db): Promise<void> {
     INSERT INTO search_typos SELECT key, term FROM typo_rows GROUP BY key, term ORDER BY key, term;
     DROP TABLE typo_rows;
     DROP TABLE typo_terms;
-    DROP TABLE doc_facets;
   `)
 }

@@ -67,9 +67,9 @@ describe('staging kept between builds', () => {
     expect(parts.filter((_, i) => i !== validated).slice(0, 6)).toEqual([
       'indexed staging',
       'copied the visible versions, files and dependencies',
-      'rendered the projects',
+      'rendered the projects and the users',
       'rendered the versions',
-      'rendered the users and indexed the catalog',
+      'indexed the catalog',
       'built the search index',
     ])
     expect(logs.findIndex((l) => l.startsWith('… built the search index'))).toBeLessThan(logs.findIndex((l) => l.startsWith('Wrote the catalog database')))
