@@ -34,6 +34,9 @@ export function renderBuildMarkdown(r: BuildResults): string {
   row('CPU time (user + system)', (x) => `${fmt(x.cpuSeconds, 1)} s`)
   row('peak RSS (VmHWM)', (x) => `${fmt(x.peakRssMb)} MB`)
   row('peak RSS with worker processes (summed, 200 ms samples)', (x) => (x.peakTreeRssMb ? `${fmt(x.peakTreeRssMb)} MB` : '–'))
+  row('when that peak was sampled (s from the start; the build\'s last line before it)', (x) =>
+    x.peakTreeRssAt ? `${fmt(x.peakTreeRssAt.seconds, 1)} s, after "${x.peakTreeRssAt.afterLine.trim().replace(/\|/g, '\\|')}"` : '–',
+  )
   row('names (files and links) in the release', (x) => fmt(x.files))
   row('distinct bodies / written by this build', (x) => `${fmt(x.bodies)} / ${fmt(x.bodiesWritten)}`)
   row('source record files read by the load', (x) => (x.recordFilesRead === null || x.recordFilesRead === undefined ? 'all (no staging kept)' : `${fmt(x.recordFilesRead)} (staging kept)`))

@@ -55,15 +55,21 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
   let cpu = 0
   let peak = 0
   let treePeak = 0
+  // When the largest sum was sampled: seconds since the start and the build's last line before it.
+  let treePeakAt: { seconds: number; afterLine: string } | null = null
+  const lines: string[] = []
   const sample = (): void => {
-    treePeak = Math.max(treePeak, readTreeRssMb(child.pid!) ?? 0)
+    const tree = readTreeRssMb(child.pid!) ?? 0
+    if (tree > treePeak) {
+      treePeak = tree
+      treePeakAt = { seconds: (performance.now() - started) / 1000, afterLine: lines[lines.length - 1] ?? '' }
+    }
     cpu = readCpuWithChildren(child.pid!) ?? cpu
     // An exited, not yet reaped process has no VmHWM line (NaN): keep the last figure.
     const hwm = readMemoryMb(child.pid!)?.peakMb ?? Number.NaN
     if (Number.isFinite(hwm)) peak = Math.max(peak, hwm)
   }
   const timer = setInterval(sample, 200)
-  const lines: string[] = []
   let partial = ''
   child.stderr!.on('data', (chunk: Buffer) => {
     sample()
@@ -98,6 +104,7 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
     cpuSeconds: cpu,
     peakRssMb: peak,
     peakTreeRssMb: treePeak,
+    peakTreeRssAt: treePeakAt,
     phases: phases.wall,
     phasesCpu: phases.cpu,
     release: pointer.id,

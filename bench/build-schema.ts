@@ -32,6 +32,8 @@ export const buildRunSchema = z.object({
   peakRssMb: z.number(),
   /** Largest sum of VmRSS over the build process and its descendants (workers, sort), sampled every 200 ms; 0 in results from before it was measured. */
   peakTreeRssMb: z.number().default(0),
+  /** When peakTreeRssMb was sampled: seconds from the start, and the build's last progress line before it; absent in results from before it was recorded. */
+  peakTreeRssAt: z.object({ seconds: z.number(), afterLine: z.string() }).nullable().optional(),
   phases: phasesSchema,
   /** CPU seconds (user + system, all threads) of each phase, from the same lines. */
   phasesCpu: phasesSchema,
