@@ -17,8 +17,11 @@ const run = promisify(execFile)
  * sort's buffer. Left to itself GNU sort sized it from the machine's memory: 1 GB of RSS for the
  * large catalog's 700 MB manifest, and the two sorts run at once beside the build (2.9 GB in all,
  * over the 2 GB goal). With 256 MB it merges temp runs instead, and was faster here (6.1 against 8.2 s).
+ * With 128 MB each sort holds 133 MB instead of 264 MB and takes as long (5.0–5.9 s against
+ * 5.6–5.9 s on that manifest, two rounds of both sorts): the build's peak comes at the start of the
+ * seal, while both sorts run (bench/results/BUILD-PROFILE.md, Session 20).
  */
-const SORT_MEMORY = ['-S', '256M']
+const SORT_MEMORY = ['-S', '128M']
 
 /** One API file: its release-relative name and the SHA-256 of its body. */
 export interface BodyName {
