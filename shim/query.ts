@@ -48,7 +48,11 @@ function splitList(name: string, raw: string, problems: ErrorDetail[]): string[]
 
 /** Validates a query string with an endpoint's schema; throws a 422 naming every problem. */
 export function readQuery<S extends z.ZodObject>(search: string, schema: S): z.output<S> {
-  const params = parseSearch(search)
+  return readParams(parseSearch(search), schema)
+}
+
+/** Validates a query string already split by parseSearch (readQuery). */
+function readParams<S extends z.ZodObject>(params: Record<string, string[]>, schema: S): z.output<S> {
   const shape = schema.shape as Record<string, unknown>
   const input = Object.create(null) as Record<string, unknown>
   const problems: ErrorDetail[] = []
@@ -113,10 +117,15 @@ export function readPlainHashQuery<S extends z.ZodObject>(search: string, max: n
   const hashes = readPlainHashList(amp === -1 ? search : search.slice(0, amp), max)
   if (hashes === undefined) return undefined
   const tail = amp === -1 ? '' : search.slice(amp + 1)
-  if (tail !== '' && 'hashes' in parseSearch(tail)) return undefined
   let rest: z.output<S>
   try {
-    rest = tail === '' ? emptyQueryOf(others) : readQuery(tail, others)
+    if (tail === '') rest = emptyQueryOf(others)
+    else {
+      // Split once: a repeated `hashes` declines, the rest is read from the same split.
+      const params = parseSearch(tail)
+      if ('hashes' in params) return undefined
+      rest = readParams(params, others)
+    }
   } catch {
     return undefined
   }
