@@ -19,12 +19,6 @@ export interface VersionPage {
   total: number
 }
 
-/** A requested hash and the stored JSON of the version it resolves to. */
-export interface HashMatch {
-  hash: string
-  json: string
-}
-
 /**
  * Conditions on `v` (a versions row) for the filters; an absent filter binds NULL and matches all.
  * Shared by the versions list and update matching so both read a filter the same way.
@@ -75,40 +69,76 @@ const OWNER_SQL = `CASE length(r.value)
     WHEN 64 THEN (SELECT f.project_id FROM files f WHERE f.sha256 = r.value LIMIT 1)
     WHEN 40 THEN (SELECT f.project_id FROM files f WHERE f.sha1 = r.value LIMIT 1) END`
 
+/** A requested hash and the JSON bytes found for it (a single lookup's `{"data":<Version>}`, or an update's `<Version>`). */
+export interface HashLookup {
+  hash: string
+  body: Buffer
+}
+
 /**
  * Finds, for each hash, the newest version containing that file (the same rule the build uses to
- * pre-render `/version-files/{hash}`); unknown hashes are left out, the request order is kept.
+ * pre-render `/version-files/{hash}`), as the bytes of that single lookup, `{"data":<Version>}`;
+ * unknown hashes are left out, the request order is kept. SQLite makes the whole answer on its own
+ * thread as one BLOB: each found hash followed by its single lookup (an unknown hash's record is
+ * NULL, which group_concat leaves out, separator and all), the records apart by a NUL
+ * byte, which no JSON text holds (RFC 8259 allows no raw control character in a string, and only
+ * tab, line feed and carriage return between tokens). The bodies are views of that one Buffer.
+ * Returned as a row per hash, each 1 KB version was decoded from UTF-8 into a string on the event
+ * loop, wrapped and encoded back, and each row was an object node-sqlite3 built property by
+ * property: at the large catalog about a third of a cache-off lookup's CPU on the event loop
+ * (bench/results/PROFILE.md, Session 21). Through `all`, whose statements the shim's connections
+ * keep prepared (`get` prepares its text on every call).
  */
-export async function findVersionsByHashes(db: Db, hashes: readonly string[]): Promise<HashMatch[]> {
-  const rows = await db.all<{ hash: string; json: string | null }>(
-    `SELECT r.value AS hash, CASE length(r.value)
-       WHEN 64 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha256 = r.value ORDER BY v.rank LIMIT 1)
-       WHEN 40 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha1 = r.value ORDER BY v.rank LIMIT 1) END AS json
-     FROM json_each($hashes) r ORDER BY r.key`,
+export async function findSingleLookupsByHashes(db: Db, hashes: readonly string[]): Promise<HashLookup[]> {
+  const [row] = await db.all<{ records: Buffer | null }>(
+    `SELECT CAST(group_concat(hash || body, char(0)) AS BLOB) AS records FROM (
+       SELECT r.key, r.value AS hash, '{"data":' || CASE length(r.value)
+         WHEN 64 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha256 = r.value ORDER BY v.rank LIMIT 1)
+         WHEN 40 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha1 = r.value ORDER BY v.rank LIMIT 1) END || '}' AS body
+       FROM json_each($hashes) r
+     )`,
     { $hashes: JSON.stringify(hashes) },
   )
-  return presentMatches(rows)
+  return splitHashRecords(row?.records ?? null)
+}
+
+const OPEN_BRACE = 0x7b
+
+/**
+ * The records of a BLOB made by group_concat(hash || json, char(0)): `<hash><JSON object>`, apart by
+ * NUL bytes; each object a view of the BLOB.
+ */
+export function splitHashRecords(records: Buffer | null): HashLookup[] {
+  const out: HashLookup[] = []
+  if (records === null) return out
+  for (let at = 0; at < records.length; ) {
+    const next = records.indexOf(0, at)
+    const end = next < 0 ? records.length : next
+    // The hash is 40 or 64 hex characters, so the body's `{` follows at one of those two places.
+    const length = records[at + 40] === OPEN_BRACE ? 40 : 64
+    if (records[at + length] !== OPEN_BRACE || records[end - 1] !== 0x7d) throw new Error(`a hash lookup's record at byte ${at} is not a hash and a JSON object`)
+    out.push({ hash: records.toString('latin1', at, at + length), body: records.subarray(at + length, end) })
+    at = end + 1
+  }
+  return out
 }
 
 /**
  * Update matching for each hash: the newest version of the file's own project that matches every
  * filter — the installed version itself when it is the newest; left out when nothing matches or
- * the hash is unknown. The single and the bulk endpoint both call this, so they always agree.
+ * the hash is unknown; the request order is kept. The single and the bulk endpoint both call this,
+ * so they always agree. Made as one BLOB, as findSingleLookupsByHashes' (each record
+ * `<hash><Version>`), in the request's order.
  */
-export async function findUpdatesByHashes(db: Db, hashes: readonly string[], filters: VersionFilters): Promise<HashMatch[]> {
-  const rows = await db.all<{ hash: string; json: string | null }>(
-    `SELECT o.hash, (
-       SELECT v.json FROM versions v WHERE v.project_id = o.project_id AND ${FILTER_SQL} ORDER BY v.rank LIMIT 1
-     ) AS json
-     FROM (SELECT r.key, r.value AS hash, ${OWNER_SQL} AS project_id FROM json_each($hashes) r) o
-     WHERE o.project_id IS NOT NULL ORDER BY o.key`,
+export async function findUpdatesByHashes(db: Db, hashes: readonly string[], filters: VersionFilters): Promise<HashLookup[]> {
+  const [row] = await db.all<{ records: Buffer | null }>(
+    `SELECT CAST(group_concat(hash || json, char(0) ORDER BY key) AS BLOB) AS records FROM (
+       SELECT o.key, o.hash, (
+         SELECT v.json FROM versions v WHERE v.project_id = o.project_id AND ${FILTER_SQL} ORDER BY v.rank LIMIT 1
+       ) AS json
+       FROM (SELECT r.key, r.value AS hash, ${OWNER_SQL} AS project_id FROM json_each($hashes) r) o
+     )`,
     { ...filterParams(filters), $hashes: JSON.stringify(hashes) },
   )
-  return presentMatches(rows)
-}
-
-function presentMatches(rows: { hash: string; json: string | null }[]): HashMatch[] {
-  const out: HashMatch[] = []
-  for (const r of rows) if (r.json !== null) out.push({ hash: r.hash, json: r.json })
-  return out
+  return splitHashRecords(row?.records ?? null)
 }

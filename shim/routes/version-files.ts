@@ -7,7 +7,7 @@
  * one splices the kept single lookups without reading its query again. A hash the catalog's filter
  * of known hashes rules out (build/hash-filter.ts) is answered as unknown without a query.
  */
-import { createBody, renderRawBody, type Body } from '../../build/render/body.ts'
+import { createBody, type Body } from '../../build/render/body.ts'
 import type { z } from 'zod'
 import {
   algorithmParam,
@@ -28,16 +28,25 @@ import { readPlainHashQuery, readQuery } from '../query.ts'
 import type { Release } from '../release.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
 import { answerCacheKey, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
-import { findUpdatesByHashes, findVersionsByHashes, type HashMatch, type VersionFilters } from '../versions-query.ts'
+import { findSingleLookupsByHashes, findUpdatesByHashes, type HashLookup, type VersionFilters } from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
 
 /**
- * Serialises VersionsByHash `{ data: { <hash>: <Version>, ... } }` from stored Version JSON, so the
- * versions are the same bytes as everywhere else (no re-serialising). Hashes are lowercase hex.
+ * Serialises VersionsByHash `{ data: { <hash>: <Version>, ... } }` from stored Version JSON bytes
+ * (findUpdatesByHashes'), so the versions are the same bytes as everywhere else (no
+ * re-serialising), written once into one buffer. Hashes are lowercase hex.
  */
-function renderVersionsByHashBody(matches: readonly HashMatch[]): Body {
-  const entries = matches.map((m) => `${JSON.stringify(m.hash)}:${m.json}`)
-  return createBody(Buffer.from(`{"data":{${entries.join(',')}}}`))
+function renderVersionsByHashBody(matches: readonly HashLookup[]): Body {
+  let length = '{"data":{}}'.length
+  for (const [i, m] of matches.entries()) length += (i === 0 ? 0 : 1) + m.hash.length + 3 + m.body.length
+  const bytes = Buffer.allocUnsafe(length)
+  let at = bytes.write('{"data":{', 'latin1')
+  for (const [i, m] of matches.entries()) {
+    at += bytes.write(`${i === 0 ? '' : ','}"${m.hash}":`, at, 'latin1')
+    at += m.body.copy(bytes, at)
+  }
+  bytes.write('}}', at, 'latin1')
+  return createBody(bytes)
 }
 
 /** The cache key (and file path) of a hash's single lookup, `{"data":<Version>}`. */
@@ -126,9 +135,10 @@ function answerFromPlan(cache: StaticCache, plan: SplicePlan, releaseId: string)
 }
 
 const DATA_PREFIX = Buffer.from('{"data":')
+const CLOSE_BRACE = Buffer.from('}')
 
 /**
- * A single lookup's body made here from SQL's answer (renderSingleLookup), marked as such: it is
+ * A single lookup's body made here from SQL's answer (singleLookupOf), marked as such: it is
  * `{"data":<Version>}` by construction, so its `<Version>` bytes are cut without reading the
  * wrapper. Checking the wrapper read each body's first and last bytes, two cache misses a hash, and
  * with the cut that made about 0.7 µs a hash of a one-off bulk lookup (bench/results/PROFILE.md,
@@ -140,15 +150,15 @@ interface SingleLookup extends Body {
   wrapped: true
 }
 
-/** The single lookup `{"data":<Version>}` of a version's stored JSON, marked as made here. */
-function renderSingleLookup(json: string): SingleLookup {
-  return { ...renderRawBody(json), wrapped: true }
+/** A single lookup's `{"data":<Version>}` bytes as SQL made them (findSingleLookupsByHashes), marked as made so. */
+function singleLookupOf(bytes: Buffer): SingleLookup {
+  return { ...createBody(bytes), wrapped: true }
 }
 
 /**
  * VersionsByHash of the hashes: a hash whose single lookup (`/version-files/{hash}`, pre-rendered as
  * `{"data":<Version>}`) is in the static cache is spliced from those bytes; the others are found in
- * one SQL batch (findVersionsByHashes: the rule the build rendered those files by, so its Version
+ * one SQL batch (findSingleLookupsByHashes: the rule the build rendered those files by, so its Version
  * JSON wrapped as `{"data":...}` is the file's exact bytes) and kept in the cache under their single
  * lookup's path for the next request. At the large catalog a hash through SQLite costs about 30 µs
  * of CPU, most of it B-tree pages copied in by pread, and a cached one a few µs
@@ -164,11 +174,11 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
   const missing = possiblyKnown(ctx.release, hashes.filter((_, i) => bodies[i] === undefined))
   if (missing.length > 0) {
-    const found = new Map((await findVersionsByHashes(ctx.release.db, missing)).map((m) => [m.hash, m.json]))
+    const found = new Map((await findSingleLookupsByHashes(ctx.release.db, missing)).map((m) => [m.hash, m.body]))
     for (const [i, hash] of hashes.entries()) {
-      const json = bodies[i] === undefined ? found.get(hash) : undefined
-      if (json === undefined) continue
-      const rendered = renderSingleLookup(json)
+      const bytes = bodies[i] === undefined ? found.get(hash) : undefined
+      if (bytes === undefined) continue
+      const rendered = singleLookupOf(bytes)
       bodies[i] = cache.put?.(keys[i]!, rendered, generation) ?? rendered
       refs[i] = cache.refOf?.(keys[i]!)
     }
@@ -213,7 +223,7 @@ function possiblyKnown(release: Release, hashes: readonly string[]): readonly st
 }
 
 /** findUpdatesByHashes of the hashes the filter does not rule out (possiblyKnown); no query when it rules out all. */
-async function findUpdates(release: Release, hashes: readonly string[], filters: VersionFilters): Promise<HashMatch[]> {
+async function findUpdates(release: Release, hashes: readonly string[], filters: VersionFilters): Promise<HashLookup[]> {
   const candidates = possiblyKnown(release, hashes)
   return candidates.length === 0 ? [] : findUpdatesByHashes(release.db, candidates, filters)
 }
@@ -317,7 +327,7 @@ async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
     const hash = readPathHash(rawHash, query.algorithm)
     const [match] = await findUpdates(ctx.release, [hash], query)
     if (!match) throw notFound(`An update of the file with hash ${hash}`)
-    return renderRawBody(match.json)
+    return createBody(Buffer.concat([DATA_PREFIX, match.body, CLOSE_BRACE]))
   })
   sendBody(event, body, mutableCacheControl(ctx))
 }
