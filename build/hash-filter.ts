@@ -2,7 +2,7 @@
  * The catalog's filter of known file hashes (table `hash_filter`): a Bloom filter over the lowercase
  * hex SHA-1 and SHA-256 of every file in the catalog. The shim asks it before SQLite whether a hash
  * a client sent can be a file of the catalog. "No" is certain, so a hash it rules out is answered as
- * unknown without a query; "maybe" is wrong for about 0.8% of unknown hashes (10 bits a hash, 7
+ * unknown without a query; "maybe" is wrong for about 0.05% of unknown hashes (16 bits a hash, 11
  * probes), which then take the query they take without a filter and find nothing.
  *
  * Mod managers send the hashes of every file in a mods folder, and the files from elsewhere (another
@@ -14,11 +14,18 @@
  * over its first two 32-bit words, Kirsch and Mitzenmacher): no hashing per probe.
  */
 
-/** Bits of the filter for each hash it holds. */
-export const HASH_FILTER_BITS_PER_HASH = 10
+/**
+ * Bits of the filter for each hash it holds. With 10 (about 0.8% false positives), a lookup of 100
+ * hashes with 10 of no file took a query in about 8% of requests, and each such request waited for
+ * SQLite's thread and then its turn on the event loop again: at 32 in flight that made the p99 of
+ * those lookups half again that of lookups of known hashes alone (bench/results/PROFILE.md, Session
+ * 21). 16 bits a hash, about 0.05%, make it 0.5% of requests, for 4.8 MB at the large catalog's 2.4
+ * million hashes instead of 3 MB.
+ */
+export const HASH_FILTER_BITS_PER_HASH = 16
 
-/** Bits set (and read) for each hash: the optimum for 10 bits a hash, about 0.8% false positives. */
-export const HASH_FILTER_PROBES = 7
+/** Bits set (and read) for each hash: the optimum for 16 bits a hash (16 ln 2), about 0.05% false positives. */
+export const HASH_FILTER_PROBES = 11
 
 /** The filter as stored: its bit array (bit i is bit `i % 8` of byte `i >> 3`) and its probes. */
 export interface HashFilterData {
