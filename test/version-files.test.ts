@@ -12,7 +12,7 @@ import { dataEnvelope, errorSchema, pageEnvelope, versionSchema, versionsByHashS
 import { MAX_BULK_HASHES, versionFilesOtherParamsSchema, versionFilesQuerySchema, versionFilesUpdateOtherParamsSchema, versionFilesUpdateQuerySchema } from '../build/schema/query.ts'
 import { readPlainHashList, readPlainHashQuery, readQuery } from '../shim/query.ts'
 import { answerCacheKey } from '../shim/static-cache.ts'
-import { expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer, type VersionFilters } from './harness.ts'
+import { expectSameAnswersAtOnce, expectValidationError, json, listSampleProjects, matchesFilters, readSampleVersions, startServer, type TestServer, type VersionFilters } from './harness.ts'
 
 const projects = listSampleProjects()
 
@@ -182,6 +182,23 @@ describe('GET /version-files?hashes=', () => {
     for (const h of hashes.filter((_, i) => i % 2 === 0)) await cache.read(release.dir, single(h))
     expect(cache.get!(single(hashes[1]!))).toBeUndefined()
     expect(await (await server.get(url)).text()).toBe(cold)
+  })
+
+  it('answers many lookups at once each with its own bytes: an answer\'s pooled buffer is used again only once its response went out', async () => {
+    const all = [...byHash.keys()]
+    // Twelve different lists (each a rotation of the hashes, some cut short), cold and warm alike.
+    const urls = Array.from({ length: 12 }, (_, i) => `/version-files?hashes=${[...all.slice(i * 7), ...all.slice(0, i * 7)].slice(0, 100 - i * 5).join(',')}`)
+    server.ctx.cache.clear()
+    const expected: string[] = []
+    for (const url of urls) {
+      const text = await (await server.get(url)).text()
+      expect(Object.keys(byHashSchema.parse(JSON.parse(text)).data).length).toBeGreaterThan(0)
+      expected.push(text)
+    }
+    expect(new Set(expected).size).toBe(urls.length)
+    await expectSameAnswersAtOnce(server, urls, expected, 4)
+    server.ctx.cache.clear()
+    await expectSameAnswersAtOnce(server, urls, expected, 4)
   })
 
   it('derives a strong ETag in the one format from the parts, which changes whenever the bytes do', async () => {
