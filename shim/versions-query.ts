@@ -78,7 +78,8 @@ export interface HashLookup {
 /**
  * Finds, for each hash, the newest version containing that file (the same rule the build uses to
  * pre-render `/version-files/{hash}`), as the bytes of that single lookup, `{"data":<Version>}`;
- * unknown hashes are left out, the request order is kept. SQLite makes the whole answer on its own
+ * unknown hashes are left out, and the order is SQLite's (the caller maps the answers by hash: an
+ * `ORDER BY` in the aggregate sorted the 100 KB of records first). SQLite makes the whole answer on its own
  * thread as one BLOB: each found hash followed by its single lookup (an unknown hash's record is
  * NULL, which group_concat leaves out, separator and all), the records apart by a NUL
  * byte, which no JSON text holds (RFC 8259 allows no raw control character in a string, and only
@@ -92,7 +93,7 @@ export interface HashLookup {
 export async function findSingleLookupsByHashes(db: Db, hashes: readonly string[]): Promise<HashLookup[]> {
   const [row] = await db.all<{ records: Buffer | null }>(
     `SELECT CAST(group_concat(hash || body, char(0)) AS BLOB) AS records FROM (
-       SELECT r.key, r.value AS hash, '{"data":' || CASE length(r.value)
+       SELECT r.value AS hash, '{"data":' || CASE length(r.value)
          WHEN 64 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha256 = r.value ORDER BY v.rank LIMIT 1)
          WHEN 40 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha1 = r.value ORDER BY v.rank LIMIT 1) END || '}' AS body
        FROM json_each($hashes) r
