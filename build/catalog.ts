@@ -86,9 +86,9 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
         v.json->'gameVersions', v.json->'platforms', v.json->>'downloads', v.json->>'createdAt', v.json->>'publishedAt'
       FROM s_versions v WHERE v.status = 'published' AND v.project_id IN visible_projects
       ORDER BY v.project_id, rank;
-    INSERT INTO files (id, version_id, project_id, position, filename, size, sha256, sha1)
-      SELECT f.id, f.version_id, f.project_id, f.idx, f.filename, f.size, f.sha256, f.sha1
-      FROM s_files f WHERE f.version_id IN (SELECT id FROM versions)
+    INSERT INTO files (id, version_id, version_rowid, project_id, position, filename, size, sha256, sha1)
+      SELECT f.id, f.version_id, v.rowid, f.project_id, f.idx, f.filename, f.size, f.sha256, f.sha1
+      FROM s_files f JOIN versions v ON v.id = f.version_id
       ORDER BY f.project_id, f.version_id, f.idx, f.id;
   `)
   await db.exec(versionIndexes)

@@ -21,6 +21,8 @@ export interface Release {
   game: string
   /** The catalog's filter of known file hashes (build/hash-filter.ts); undefined for a catalog built before it had one. */
   knownHashes?: HashFilterData
+  /** Whether its `files` rows carry their version's rowid (`version_rowid`); false for a catalog built before they did. */
+  filesVersionRowid: boolean
 }
 
 /** How the shim opens a catalog: from ShimOptions' readConnections and catalogMmapBytes. */
@@ -98,6 +100,11 @@ async function readHashFilter(db: Db, file: string): Promise<HashFilterData | un
   return checkHashFilter(row ?? { bits: undefined, probes: undefined }, file)
 }
 
+/** Whether the catalog's `files` table has `version_rowid` (catalogs built since Session 22). */
+async function hasFilesVersionRowid(db: Db): Promise<boolean> {
+  return (await db.get(`SELECT 1 FROM pragma_table_info('files') WHERE name = 'version_rowid'`)) !== undefined
+}
+
 /** Real path of the release `current` points to, or null when there is none yet. */
 export function resolveLiveRelease(distDir: string): string | null {
   const pointer = path.join(distDir, 'current')
@@ -113,7 +120,7 @@ export async function openRelease(distDir: string, access: CatalogAccess): Promi
   try {
     const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
     const knownHashes = await readHashFilter(db, path.join(dir, 'catalog.sqlite'))
-    return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, game, knownHashes }
+    return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, game, knownHashes, filesVersionRowid: await hasFilesVersionRowid(db) }
   } catch (err) {
     await db.close().catch(() => {})
     throw err
@@ -137,7 +144,7 @@ export async function openSnapshot(file: string, access: CatalogAccess): Promise
   const dir = `${real}#snapshot`
   const knownHashes = await readHashFilter(db, real)
   // A snapshot names no release (its bytes depend on the data only): its file name stands for it.
-  return { dir, publicDir: path.join(dir, 'public'), id: path.basename(real, '.sqlite'), db, game, knownHashes }
+  return { dir, publicDir: path.join(dir, 'public'), id: path.basename(real, '.sqlite'), db, game, knownHashes, filesVersionRowid: await hasFilesVersionRowid(db) }
 }
 
 /** The static lookup of a snapshot: `read(dir, /api/v1/...)` answers from its tables (the release-relative `public/api/v1/....json`). */

@@ -89,19 +89,29 @@ export interface HashLookup {
  * property: at the large catalog about a third of a cache-off lookup's CPU on the event loop
  * (bench/results/PROFILE.md, Session 21). Through `all`, whose statements the shim's connections
  * keep prepared (`get` prepares its text on every call).
+ *
+ * The version's row is read by the rowid the hash index carries (files.version_rowid): at the large
+ * catalog, with the cache off, about 18% less CPU a 100-hash lookup than through versions' id index
+ * (bench/results/PROFILE.md, Session 22). A catalog built before it had that column
+ * (`filesVersionRowid` false: shim/release.ts reads it at open) is joined by id, as it was built.
  */
-export async function findSingleLookupsByHashes(db: Db, hashes: readonly string[]): Promise<HashLookup[]> {
-  const [row] = await db.all<{ records: Buffer | null }>(
-    `SELECT CAST(group_concat(hash || body, char(0)) AS BLOB) AS records FROM (
-       SELECT r.value AS hash, '{"data":' || CASE length(r.value)
-         WHEN 64 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha256 = r.value ORDER BY v.rank LIMIT 1)
-         WHEN 40 THEN (SELECT v.json FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha1 = r.value ORDER BY v.rank LIMIT 1) END || '}' AS body
-       FROM json_each($hashes) r
-     )`,
-    { $hashes: JSON.stringify(hashes) },
-  )
+export async function findSingleLookupsByHashes(db: Db, hashes: readonly string[], filesVersionRowid: boolean): Promise<HashLookup[]> {
+  const [row] = await db.all<{ records: Buffer | null }>(filesVersionRowid ? SINGLE_LOOKUPS_SQL : SINGLE_LOOKUPS_BY_ID_SQL, { $hashes: JSON.stringify(hashes) })
   return splitHashRecords(row?.records ?? null)
 }
+
+/** findSingleLookupsByHashes' query, joining the version as `join` says. */
+function singleLookupsSql(join: string): string {
+  return `SELECT CAST(group_concat(hash || body, char(0)) AS BLOB) AS records FROM (
+       SELECT r.value AS hash, '{"data":' || CASE length(r.value)
+         WHEN 64 THEN (SELECT v.json FROM files f JOIN versions v ON ${join} WHERE f.sha256 = r.value ORDER BY v.rank LIMIT 1)
+         WHEN 40 THEN (SELECT v.json FROM files f JOIN versions v ON ${join} WHERE f.sha1 = r.value ORDER BY v.rank LIMIT 1) END || '}' AS body
+       FROM json_each($hashes) r
+     )`
+}
+
+const SINGLE_LOOKUPS_SQL = singleLookupsSql('v.rowid = f.version_rowid')
+const SINGLE_LOOKUPS_BY_ID_SQL = singleLookupsSql('v.id = f.version_id')
 
 const OPEN_BRACE = 0x7b
 

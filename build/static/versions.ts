@@ -28,10 +28,10 @@ export async function prepareVersionFiles(catalogFile: string, cacheKib: number)
       CREATE TEMP TABLE hash_owner AS
         SELECT hash, version_id FROM (
           SELECT f.sha256 AS hash, f.version_id, row_number() OVER (PARTITION BY f.sha256 ORDER BY v.rank) AS rn
-          FROM files f JOIN versions v ON v.id = f.version_id
+          FROM files f JOIN versions v ON v.rowid = f.version_rowid
           UNION ALL
           SELECT f.sha1, f.version_id, row_number() OVER (PARTITION BY f.sha1 ORDER BY v.rank)
-          FROM files f JOIN versions v ON v.id = f.version_id WHERE f.sha1 IS NOT NULL
+          FROM files f JOIN versions v ON v.rowid = f.version_rowid WHERE f.sha1 IS NOT NULL
         ) WHERE rn = 1;
       CREATE INDEX temp.hash_owner_version ON hash_owner(version_id);
     `)

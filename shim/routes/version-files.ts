@@ -174,7 +174,7 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
   const missing = possiblyKnown(ctx.release, hashes.filter((_, i) => bodies[i] === undefined))
   if (missing.length > 0) {
-    const found = new Map((await findSingleLookupsByHashes(ctx.release.db, missing)).map((m) => [m.hash, m.body]))
+    const found = new Map((await findSingleLookupsByHashes(ctx.release.db, missing, ctx.release.filesVersionRowid)).map((m) => [m.hash, m.body]))
     for (const [i, hash] of hashes.entries()) {
       const bytes = bodies[i] === undefined ? found.get(hash) : undefined
       if (bytes === undefined) continue
