@@ -43,12 +43,29 @@ function hexWord(hash: string, at: number): number {
   return value
 }
 
-/** Calls `visit` with each bit position of a lowercase hex hash (40 or 64 characters) in a filter of `size` bits. */
+/**
+ * The probes' step of a lowercase hex hash in a filter of `size` bits: its second 8 hex digits, made
+ * odd so the probes of a power-of-two size never repeat, modulo the size.
+ */
+function probeStep(hash: string, size: number): number {
+  return ((hexWord(hash, 8) | 1) >>> 0) % size
+}
+
+/**
+ * Calls `visit` with each bit position of a lowercase hex hash (40 or 64 characters) in a filter of
+ * `size` bits: (a + k·b) mod size for k from 0 to probes − 1 (a, b: probeStep's words). Each is the
+ * previous plus b mod size, reduced by one subtraction, so no probe takes a floating-point modulo
+ * (a + k·b passes 2^32, and V8 then divides doubles): mayContainHash is asked for every hash of a
+ * bulk request that misses the static cache.
+ */
 function probe(hash: string, size: number, probes: number, visit: (bit: number) => boolean): boolean {
-  const h1 = hexWord(hash, 0)
-  // Odd, so the probes of a power-of-two size never repeat.
-  const h2 = (hexWord(hash, 8) | 1) >>> 0
-  for (let i = 0; i < probes; i++) if (!visit((h1 + i * h2) % size)) return false
+  const step = probeStep(hash, size)
+  let bit = hexWord(hash, 0) % size
+  for (let i = 0; i < probes; i++) {
+    if (!visit(bit)) return false
+    bit += step
+    if (bit >= size) bit -= size
+  }
   return true
 }
 
@@ -61,7 +78,7 @@ export function createHashFilter(count: number): { add(hash: string): void; data
   return {
     add(hash) {
       probe(hash, size, HASH_FILTER_PROBES, (bit) => {
-        bits[bit >> 3]! |= 1 << (bit & 7)
+        bits[bit >>> 3]! |= 1 << (bit & 7)
         return true
       })
     },
@@ -74,8 +91,17 @@ export function createHashFilter(count: number): { add(hash: string): void; data
  * filter: false only for a hash that is not.
  */
 export function mayContainHash(filter: HashFilterData, hash: string): boolean {
-  const { bits } = filter
-  return probe(hash, bits.length * 8, filter.probes, (bit) => (bits[bit >> 3]! & (1 << (bit & 7))) !== 0)
+  // probe()'s walk written out: no closure a call.
+  const { bits, probes } = filter
+  const size = bits.length * 8
+  const step = probeStep(hash, size)
+  let bit = hexWord(hash, 0) % size
+  for (let i = 0; i < probes; i++) {
+    if ((bits[bit >>> 3]! & (1 << (bit & 7))) === 0) return false
+    bit += step
+    if (bit >= size) bit -= size
+  }
+  return true
 }
 
 /**

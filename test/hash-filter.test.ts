@@ -33,6 +33,38 @@ describe('the filter', () => {
     expect(falsePositives).toBeLessThan(0.0015)
   })
 
+  it('sets and reads the bits the README documents: (a + k·(b | 1)) mod the bit count', () => {
+    // The documented layout is what catalogs hold: the build and every shim must probe the same bits.
+    const reference = (hash: string, size: number, probes: number): number[] => {
+      const a = BigInt(parseInt(hash.slice(0, 8), 16))
+      const b = BigInt(parseInt(hash.slice(8, 16), 16) | 1) & 0xffffffffn
+      return Array.from({ length: probes }, (_, k) => Number((a + BigInt(k) * b) % BigInt(size)))
+    }
+    const setBits = (bits: Uint8Array): number[] => {
+      const out: number[] = []
+      for (let byte = 0; byte < bits.length; byte++) {
+        if (bits[byte] === 0) continue
+        for (let b = 0; b < 8; b++) if (bits[byte]! & (1 << b)) out.push(byte * 8 + b)
+      }
+      return out
+    }
+    for (const [count, hashes] of [[1, 200], [3, 200], [1000, 200], [999_983, 20]] as const) {
+      for (let i = 0; i < hashes; i++) {
+        const hash = hexOf(`probe ${count} ${i}`, i % 2 === 0 ? 64 : 40)
+        const filter = createHashFilter(count)
+        filter.add(hash)
+        const { bits, probes } = filter.data
+        const expected = reference(hash, bits.length * 8, probes)
+        expect(setBits(bits), hash).toEqual([...new Set(expected)].sort((x, y) => x - y))
+        // The shim reads exactly those bits: each one cleared alone rules the hash out.
+        expect(mayContainHash(filter.data, hash)).toBe(true)
+        const bit = expected[i % probes]!
+        bits[bit >>> 3]! &= ~(1 << (bit & 7))
+        expect(mayContainHash(filter.data, hash), hash).toBe(false)
+      }
+    }
+  })
+
   it('of no hashes rules out every hash', () => {
     const { data } = createHashFilter(0)
     expect(data.bits.length).toBe(8)
