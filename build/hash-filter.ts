@@ -55,8 +55,9 @@ function probeStep(hash: string, size: number): number {
  * Calls `visit` with each bit position of a lowercase hex hash (40 or 64 characters) in a filter of
  * `size` bits: (a + k·b) mod size for k from 0 to probes − 1 (a, b: probeStep's words). Each is the
  * previous plus b mod size, reduced by one subtraction, so no probe takes a floating-point modulo
- * (a + k·b passes 2^32, and V8 then divides doubles): mayContainHash is asked for every hash of a
- * bulk request that misses the static cache.
+ * (a + k·b passes 2^32, and V8 then divides doubles). The build's `add` walks through it;
+ * mayContainHash, asked for every hash of a bulk request that misses the static cache, walks the same
+ * way written out.
  */
 function probe(hash: string, size: number, probes: number, visit: (bit: number) => boolean): boolean {
   const step = probeStep(hash, size)

@@ -105,6 +105,12 @@ async function hasFilesVersionRowid(db: Db): Promise<boolean> {
   return (await db.get(`SELECT 1 FROM pragma_table_info('files') WHERE name = 'version_rowid'`)) !== undefined
 }
 
+/** What a catalog has or lacks by the build that made it, read once at open, for a release or a snapshot alike. */
+async function readCatalogLayout(db: Db, file: string): Promise<Pick<Release, 'game' | 'knownHashes' | 'filesVersionRowid'>> {
+  const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
+  return { game, knownHashes: await readHashFilter(db, file), filesVersionRowid: await hasFilesVersionRowid(db) }
+}
+
 /** Real path of the release `current` points to, or null when there is none yet. */
 export function resolveLiveRelease(distDir: string): string | null {
   const pointer = path.join(distDir, 'current')
@@ -118,9 +124,7 @@ export async function openRelease(distDir: string, access: CatalogAccess): Promi
   if (!dir) throw new Error(`no release in ${distDir}: run \`npm run build\` first`)
   const db = await openCatalog(path.join(dir, 'catalog.sqlite'), access)
   try {
-    const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
-    const knownHashes = await readHashFilter(db, path.join(dir, 'catalog.sqlite'))
-    return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, game, knownHashes, filesVersionRowid: await hasFilesVersionRowid(db) }
+    return { dir, publicDir: path.join(dir, 'public'), id: path.basename(dir), db, ...(await readCatalogLayout(db, path.join(dir, 'catalog.sqlite'))) }
   } catch (err) {
     await db.close().catch(() => {})
     throw err
@@ -140,11 +144,9 @@ export async function openSnapshot(file: string, access: CatalogAccess): Promise
     await db.close()
     throw new Error(`${file} is not a release snapshot (no snapshot_info table)`)
   }
-  const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
   const dir = `${real}#snapshot`
-  const knownHashes = await readHashFilter(db, real)
   // A snapshot names no release (its bytes depend on the data only): its file name stands for it.
-  return { dir, publicDir: path.join(dir, 'public'), id: path.basename(real, '.sqlite'), db, game, knownHashes, filesVersionRowid: await hasFilesVersionRowid(db) }
+  return { dir, publicDir: path.join(dir, 'public'), id: path.basename(real, '.sqlite'), db, ...(await readCatalogLayout(db, real)) }
 }
 
 /** The static lookup of a snapshot: `read(dir, /api/v1/...)` answers from its tables (the release-relative `public/api/v1/....json`). */
