@@ -23,6 +23,12 @@ configureServer(server, options.rateLimit)
 await new Promise<void>((resolve, reject) => {
   server.once('error', reject)
   server.listen(options.port, options.host, resolve)
+}).catch(async (err: NodeJS.ErrnoException) => {
+  // A port taken or not ours to bind is the operator's to fix: named, not a stack trace.
+  const why = err.code === 'EADDRINUSE' ? 'is already in use' : err.code === 'EACCES' ? 'needs privileges this process lacks' : `cannot be listened on (${err.message})`
+  process.stderr.write(`Not starting: ${options.host}:${options.port} ${why}; set PORT (and HOST) to another (README, "Configuration")\n`)
+  await ctx.close().catch(() => {})
+  process.exit(1)
 })
 const { address, port } = server.address() as AddressInfo
 const shown = address === '0.0.0.0' || address === '::' ? 'localhost' : address.includes(':') ? `[${address}]` : address

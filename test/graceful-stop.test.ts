@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
 import { Agent, request, type IncomingMessage } from 'node:http'
-import { connect, type Socket } from 'node:net'
+import { connect, createServer, type Socket } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, inject, it } from 'vitest'
@@ -142,4 +142,26 @@ describe('stopping the shim', () => {
     expect(shim.stderr()).toMatch(/SIGTERM again: stopping now/)
     socket.destroy()
   })
+})
+
+describe('starting the shim', () => {
+  it('on a port already taken says so and exits 1, without a stack trace', async () => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    const port = (taken.address() as { port: number }).port
+    try {
+      const child = spawn(process.execPath, ['node_modules/vite-node/dist/cli.mjs', 'shim/cli.ts'], {
+        env: { ...process.env, DIST_DIR: inject('distDir'), COUNTERS_FILE: path.join(dir, 'taken.sqlite'), HOST: '127.0.0.1', PORT: String(port) },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      })
+      let err = ''
+      child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()))
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve))
+      expect(code).toBe(1)
+      expect(err).toContain(`Not starting: 127.0.0.1:${port} is already in use; set PORT (and HOST) to another`)
+      expect(err).not.toMatch(/\n\s+at /)
+    } finally {
+      await new Promise((resolve) => taken.close(resolve))
+    }
+  }, 60_000)
 })
