@@ -70,7 +70,8 @@ export function sendBody(event: H3Event, body: Body, cacheControl: string, conte
 export interface BodyParts {
   etag: string
   length: number
-  parts: readonly Buffer[]
+  /** Buffers, or views of them made without Buffer#subarray (shim/routes/version-files.ts). */
+  parts: readonly Uint8Array[]
 }
 
 /**
@@ -84,7 +85,7 @@ export interface BodyParts {
  * 100 KB answer was 13% of a bulk hash lookup's CPU (bench/results/PROFILE.md). Pieces rather than
  * one string: a string built by `+=` is a rope that hashing must first copy flat.
  */
-export function createDerivedBodyParts({ parts, length }: { parts: readonly Buffer[]; length: number }, identity: readonly (string | Buffer)[]): BodyParts {
+export function createDerivedBodyParts({ parts, length }: { parts: readonly Uint8Array[]; length: number }, identity: readonly (string | Buffer)[]): BodyParts {
   const hash = createHash('sha256')
   for (const piece of identity) hash.update(piece)
   return { etag: contentEtag(hash.digest(), length), length, parts }
@@ -113,7 +114,10 @@ export function sendBodyParts(event: H3Event, body: BodyParts, cacheControl: str
   }
   const out = takeAnswerBuffer(body.length)
   let at = 0
-  for (const part of body.parts) at += part.copy(out, at)
+  for (const part of body.parts) {
+    out.set(part, at)
+    at += part.length
+  }
   res.end(out.length === body.length ? out : out.subarray(0, body.length), () => giveAnswerBuffer(out))
 }
 

@@ -28,7 +28,11 @@ import { createFrequencySketch, keyHash } from './frequency-sketch.ts'
  */
 export const ENTRY_OVERHEAD_BYTES = 1200
 
-/** A bounded in-memory store of the pre-rendered bodies of the live release, by request path. */
+/**
+ * A bounded in-memory store of the pre-rendered bodies of the live release, by request path. Where
+ * a method takes a path it also takes a single hash lookup's bare lowercase hash, which stands for
+ * `/api/v1/version-files/<hash>` (the key that path is kept under: keyOf).
+ */
 export interface StaticCache {
   /** The cached body of a request path (`/api/v1/...`; a hit, synchronously: no promise on the hot path), or undefined. Optional: a store without memory has no hits. */
   get?(urlPath: string): Body | undefined
@@ -126,6 +130,26 @@ export function answerCacheKey(kind: 'update' | 'updates' | 'hashes', target: st
   return `${kind}:${createHash('sha256').update(target).digest('base64url')}`
 }
 
+/** The request path of a single hash lookup, before its hash. */
+const SINGLE_LOOKUP_PREFIX = '/api/v1/version-files/'
+const SINGLE_LOOKUP_PATH = /^\/api\/v1\/version-files\/(?:[0-9a-f]{40}|[0-9a-f]{64})$/
+
+/**
+ * The key a request path is kept under: the path itself, except a single hash lookup's
+ * (`/api/v1/version-files/<lowercase sha1 or sha256>`), kept under its bare hash. A bulk lookup
+ * looks up 100 single lookups a request with the hashes it already has (hashed once by the Map, for
+ * the query's duplicates): building `/api/v1/version-files/<hash>` for each was a rope, copied flat
+ * and hashed again on every lookup (bench/results/PROFILE.md, Session 23). Unambiguous: a path starts
+ * with `/`, an answer key (answerCacheKey) has a `:`, a bare hash is hex and nothing else. Only a
+ * path of the two hash lengths is matched by the regular expression.
+ */
+function keyOf(urlPath: string): string {
+  const length = urlPath.length
+  return (length === SINGLE_LOOKUP_PREFIX.length + 64 || length === SINGLE_LOOKUP_PREFIX.length + 40) && SINGLE_LOOKUP_PATH.test(urlPath)
+    ? urlPath.slice(SINGLE_LOOKUP_PREFIX.length)
+    : urlPath
+}
+
 /** The file of a request path (`/api/v1/...`) in a release folder. */
 export function releaseFileOf(releaseDir: string, urlPath: string): string {
   return `${releaseDir}/public${urlPath}.json`
@@ -151,6 +175,12 @@ interface Entry extends KeptRef {
   used: boolean
   /** Its key's hash in the frequency sketch (keyHash): a hit counts without hashing the key. */
   readonly hash: number
+  /**
+   * What it counts against the bound (sizeOf of its body, once): bodies come in many hidden classes
+   * (files', single lookups', plans', update answers'), and reading `bytes` and `heapBytes` of each
+   * again at every eviction was a megamorphic load, a runtime call when V8's stub cache missed.
+   */
+  readonly size: number
 }
 
 /** The share of the bound for the admission window, where new entries wait before they compete for the main space (W-TinyLFU's 1%). */
@@ -193,6 +223,8 @@ export function createStaticCache(maxBytes: number): StaticCache {
   const doorkeeper = createDoorkeeper()
   const sketch = createFrequencySketch(maxBytes / BYTES_PER_COUNTER, maxBytes / BYTES_PER_ADDITION)
   const lookup = (key: string): Entry | undefined => main.get(key) ?? window.get(key)
+  /** A key as given to the cache's methods: a request path (keyOf), an answer key, or a single lookup's bare hash. */
+  const find = (given: string): Entry | undefined => lookup(keyOf(given))
   /** The main space's next entry to evict: the clock hand gives each entry hit since it last passed a second chance. */
   const victim = (): [string, Entry] | undefined => {
     for (const [key, entry] of main) {
@@ -209,7 +241,7 @@ export function createStaticCache(maxBytes: number): StaticCache {
       const next = victim()
       if (next === undefined) return
       main.delete(next[0])
-      mainBytes -= sizeOf(next[1].kept!)
+      mainBytes -= next[1].size
       next[1].kept = undefined
     }
   }
@@ -217,7 +249,7 @@ export function createStaticCache(maxBytes: number): StaticCache {
   const settle = (): void => {
     for (const [key, candidate] of window) {
       if (windowBytes <= windowMax) break
-      const size = sizeOf(candidate.kept!)
+      const size = candidate.size
       window.delete(key)
       windowBytes -= size
       if (windowBytes + mainBytes + size > maxBytes) {
@@ -241,24 +273,26 @@ export function createStaticCache(maxBytes: number): StaticCache {
     return entry.kept
   }
   const get = (urlPath: string): Body | undefined => {
-    const entry = lookup(urlPath)
+    const entry = find(urlPath)
     return entry === undefined ? undefined : touch(entry)
   }
   /** Keeps body under urlPath unless made in another generation; the entry kept is the one returned. */
   const store = <B extends KeptBody>(urlPath: string, body: B, madeIn: number): B => {
     // Made from a release that is no longer live: answer with it, keep nothing under its path.
     if (madeIn !== generation) return body
+    const key = keyOf(urlPath)
     // Another request may have made the same body meanwhile: keep one entry, count its bytes once.
-    const raced = lookup(urlPath)
+    const raced = lookup(key)
     if (raced) return raced.kept as B
     // The miss that made this body is an ask of its key.
-    const hash = keyHash(urlPath)
+    const hash = keyHash(key)
     sketch.add(hash)
-    if (sizeOf(body) > maxBytes) return body
+    const size = sizeOf(body)
+    if (size > maxBytes) return body
     const kept = ownBytes(body)
-    const entry: Entry = { kept, used: false, hash }
-    window.set(flatKey(urlPath), entry)
-    windowBytes += sizeOf(kept)
+    const entry: Entry = { kept, used: false, hash, size }
+    window.set(flatKey(key), entry)
+    windowBytes += size
     settle()
     // Not admitted: the caller answers with its body all the same.
     return entry.kept === undefined ? body : kept
@@ -266,18 +300,19 @@ export function createStaticCache(maxBytes: number): StaticCache {
   return {
     get,
     put: store,
-    refOf: lookup,
+    refOf: find,
     hit: (ref) => touch(ref as Entry),
     drop(urlPath) {
-      const inMain = main.get(urlPath)
-      const entry = inMain ?? window.get(urlPath)
+      const key = keyOf(urlPath)
+      const inMain = main.get(key)
+      const entry = inMain ?? window.get(key)
       if (entry === undefined) return
-      const size = sizeOf(entry.kept!)
+      const size = entry.size
       if (inMain) {
-        main.delete(urlPath)
+        main.delete(key)
         mainBytes -= size
       } else {
-        window.delete(urlPath)
+        window.delete(key)
         windowBytes -= size
       }
       entry.kept = undefined

@@ -71,6 +71,29 @@ describe('static cache references', () => {
     expect([cache.get!(keys[2]!), cache.size]).toEqual([undefined, 3])
   })
 
+  it('keep a single hash lookup under its bare hash: its path and its hash name one entry, any other path is its own key', () => {
+    const cache = createStaticCache(1024 * 1024)
+    const sha256 = 'cd'.repeat(32)
+    const sha1 = 'ef'.repeat(20)
+    cache.put!(`/api/v1/version-files/${sha256}`, body('{"data":"by path"}'), cache.generation)
+    cache.put!(sha1, body('{"data":"by hash"}'), cache.generation)
+    expect([cache.get!(sha256)?.bytes.toString(), cache.get!(`/api/v1/version-files/${sha1}`)?.bytes.toString(), cache.size]).toEqual([
+      '{"data":"by path"}',
+      '{"data":"by hash"}',
+      2,
+    ])
+    // The same body again under the other name is the entry already kept, counted once.
+    const again = body('{"data":"by path"}')
+    expect(cache.put!(sha256, again, cache.generation)).not.toBe(again)
+    expect(cache.refOf!(sha256)).toBe(cache.refOf!(`/api/v1/version-files/${sha256}`))
+    // Not a single lookup's key: upper case (no such file), another length, another folder.
+    for (const other of [`/api/v1/version-files/${sha256.toUpperCase()}`, `/api/v1/version-files/${sha256}0`, `/api/v1/version-file/${sha256}`, '/api/v1/version-files/update']) {
+      expect(cache.get!(other), other).toBeUndefined()
+    }
+    cache.drop!(`/api/v1/version-files/${sha1}`)
+    expect([cache.get!(sha1), cache.size]).toEqual([undefined, 1])
+  })
+
   it('count the heap a kept value declares against the bound', () => {
     // Room for two bodies of 17 bytes, or one that declares as much heap again.
     const cache = createStaticCache(2 * (17 + ENTRY_OVERHEAD_BYTES))

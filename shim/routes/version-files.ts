@@ -49,8 +49,6 @@ function renderVersionsByHashBody(matches: readonly HashLookup[]): Body {
   return createBody(bytes)
 }
 
-/** The cache key (and file path) of a hash's single lookup, `{"data":<Version>}`. */
-const SINGLE_PREFIX = '/api/v1/version-files/'
 
 /**
  * What a bulk hash lookup's answer is made of, kept in the static cache under the query's exact
@@ -104,21 +102,24 @@ function spliceParts(
   bodyAt: (i: number) => Body | undefined,
   releaseId: string,
   hashes?: readonly string[],
-): { parts: Buffer[]; length: number } | undefined {
+): { parts: Uint8Array[]; length: number } | undefined {
   const n = ends.length
-  const parts = new Array<Buffer>(2 * n + 1)
+  const parts = new Array<Uint8Array>(2 * n + 1)
+  const text = between.buffer
+  const base = between.byteOffset
   let length = between.length
   let at = 0
   for (let i = 0; i < n; i++) {
     const body = bodyAt(i)
     if (body === undefined) return undefined
-    const data = (body as Partial<SingleLookup>).wrapped === true ? versionOf(body.bytes) : dataOf(body, releaseId, hashes?.[i] ?? body.etag)
-    parts[2 * i] = between.subarray(at, ends[i])
+    const data = body instanceof SingleLookupBody ? body.version() : dataOf(body, releaseId, hashes?.[i] ?? body.etag)
+    const end = ends[i]!
+    parts[2 * i] = new Uint8Array(text, base + at, end - at)
     parts[2 * i + 1] = data
     length += data.length
-    at = ends[i]!
+    at = end
   }
-  parts[2 * n] = between.subarray(at)
+  parts[2 * n] = new Uint8Array(text, base + at, between.length - at)
   return { parts, length }
 }
 
@@ -138,21 +139,49 @@ const DATA_PREFIX = Buffer.from('{"data":')
 const CLOSE_BRACE = Buffer.from('}')
 
 /**
- * A single lookup's body made here from SQL's answer (singleLookupOf), marked as such: it is
- * `{"data":<Version>}` by construction, so its `<Version>` bytes are cut without reading the
- * wrapper. Checking the wrapper read each body's first and last bytes, two cache misses a hash, and
- * with the cut that made about 0.7 µs a hash of a one-off bulk lookup (bench/results/PROFILE.md,
- * Session 17). The mark is one field of the body object (8 bytes of heap); keeping the cut view
- * itself would have cost about 80 bytes an entry, fewer single lookups in CACHE_BYTES. A body the
- * static path read from its file carries no mark and is checked (dataOf).
+ * A single lookup's body made here from SQL's answer (singleLookupOf): it is `{"data":<Version>}`
+ * by construction, so its `<Version>` bytes are cut without reading the wrapper. Checking the
+ * wrapper read each body's first and last bytes, two cache misses a hash, and with the cut that made
+ * about 0.7 µs a hash of a one-off bulk lookup (bench/results/PROFILE.md, Session 17); keeping the
+ * cut view itself would cost about 80 bytes an entry, fewer single lookups in CACHE_BYTES. A body
+ * the static path read from its file is of another class and is checked (dataOf).
+ *
+ * One class, so every such body has one hidden class. Made as `{ ...createBody(bytes), wrapped:
+ * true }` and copied again by the cache (ownBytes' spread), they came in about seven, and the loads
+ * of their fields in spliceParts and spliceVersionsByHash went megamorphic: V8's global stub cache,
+ * missed and refilled through the runtime (bench/results/PROFILE.md, Session 23). `memory` and
+ * `byteLength` are those of `bytes` (which starts at its memory's offset 0): the `<Version>` view is
+ * made from them, as reading the Buffer's `byteOffset` getter was a call through the load IC for
+ * each body, which V8 did not inline. Two fields of 4 bytes each.
  */
-interface SingleLookup extends Body {
-  wrapped: true
+class SingleLookupBody implements Body {
+  readonly bytes: Buffer
+  readonly etag: string
+  readonly memory: ArrayBuffer
+  readonly byteLength: number
+  constructor(bytes: Buffer) {
+    this.bytes = bytes
+    this.etag = createBody(bytes).etag
+    this.memory = bytes.buffer as ArrayBuffer
+    this.byteLength = bytes.length
+  }
+
+  /** The `<Version>` bytes. */
+  version(): Uint8Array {
+    return new Uint8Array(this.memory, DATA_PREFIX.length, this.byteLength - DATA_PREFIX.length - 1)
+  }
 }
 
-/** A single lookup's `{"data":<Version>}` bytes as SQL made them (findSingleLookupsByHashes), marked as made so. */
-function singleLookupOf(bytes: Buffer): SingleLookup {
-  return { ...createBody(bytes), wrapped: true }
+/**
+ * A single lookup's `{"data":<Version>}` bytes as SQL made them (findSingleLookupsByHashes).
+ * `bytes` is a view of the query's one BLOB: copied into a buffer of its own here (offset 0, as
+ * SingleLookupBody needs), so the cache keeps this very object (its ownBytes copies, with a spread,
+ * only bodies that share memory).
+ */
+function singleLookupOf(bytes: Buffer): SingleLookupBody {
+  const own = Buffer.allocUnsafeSlow(bytes.length)
+  bytes.copy(own)
+  return new SingleLookupBody(own)
 }
 
 /**
@@ -168,7 +197,9 @@ function singleLookupOf(bytes: Buffer): SingleLookup {
 async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly string[]): Promise<{ answer: BodyParts; plan: SplicePlan | undefined }> {
   const { cache } = ctx
   const generation = cache.generation
-  const keys = hashes.map((h) => `${SINGLE_PREFIX}${h}`)
+  // A single lookup is kept under its bare hash (the cache's keyOf), which the query's reading has
+  // hashed for the Map already: no `/api/v1/version-files/<hash>` made per hash.
+  const keys = hashes
   // One lookup a key: the entry's reference, for the plan, and its body through it.
   const refs = keys.map((k) => cache.refOf?.(k))
   const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
@@ -198,12 +229,12 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
 }
 
 /** The `<Version>` bytes of `{"data":<Version>}`. */
-function versionOf(bytes: Buffer): Buffer {
-  return bytes.subarray(DATA_PREFIX.length, bytes.length - 1)
+function versionOf(bytes: Buffer): Uint8Array {
+  return new Uint8Array(bytes.buffer, bytes.byteOffset + DATA_PREFIX.length, bytes.length - DATA_PREFIX.length - 1)
 }
 
 /** The `<Version>` bytes of a single lookup's `{"data":<Version>}` body; anything else is a broken release. */
-function dataOf(body: Body, releaseId: string, what: string): Buffer {
+function dataOf(body: Body, releaseId: string, what: string): Uint8Array {
   const bytes = body.bytes
   // Byte by byte in JavaScript: Buffer.compare's native call was 7% of a bulk lookup.
   let ok = bytes.length > DATA_PREFIX.length && bytes[bytes.length - 1] === 0x7d
