@@ -83,13 +83,21 @@ export interface StaticCache {
  * The body with bytes of their own: a small Buffer.from() is a slice of an 8 KB pool slab, which a
  * cache entry would keep alive whole while counting only the slice (CACHE_BYTES would not bound it).
  * Bodies read from files already own theirs. Other fields a route keeps with its body (a bulk
- * lookup's plan, shim/routes/version-files.ts) are kept too.
+ * lookup's plan, shim/routes/version-files.ts) are kept too; a body that knows how to copy itself
+ * (OwnableBody: a single lookup SQL made, whose class the route relies on) is asked to.
  */
 function ownBytes<B extends Body>(body: B): B {
   if (body.bytes.byteOffset === 0 && body.bytes.buffer.byteLength === body.bytes.length) return body
+  const ownable = body as Partial<OwnableBody>
+  if (typeof ownable.owned === 'function') return ownable.owned() as unknown as B
   const bytes = Buffer.allocUnsafeSlow(body.bytes.length)
   body.bytes.copy(bytes)
   return { ...body, bytes }
+}
+
+/** A body whose bytes may share memory, which makes a copy of itself, of its own class, with bytes of their own (ownBytes). */
+export interface OwnableBody extends Body {
+  owned(): OwnableBody
 }
 
 /** A kept value: a body, and the JavaScript heap of any fields a route keeps with it beyond bytes and ETag. */

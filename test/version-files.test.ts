@@ -168,6 +168,8 @@ describe('GET /version-files?hashes=', () => {
     expect(Object.keys(byHashSchema.parse(JSON.parse(cold)).data)).toEqual(hashes)
     // What SQL found was kept under each single lookup's path: the exact bytes of its pre-rendered file.
     for (const h of hashes) expect(cache.get!(single(h))?.bytes.toString(), h).toBe(readFileSync(path.join(release.dir, `public${single(h)}.json`), 'utf8'))
+    // Each kept in memory of its own, not as a view that would keep the query's whole answer alive.
+    for (const h of hashes) expect(cache.get!(single(h))!.bytes.buffer.byteLength, h).toBe(cache.get!(single(h))!.bytes.length)
     const warm = await server.get(url)
     expect(await warm.text()).toBe(cold)
     // Sent in parts, described as one body: its length, one ETag cold and warm, HEAD and 304 alike.

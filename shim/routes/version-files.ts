@@ -27,7 +27,7 @@ import { sendStatic } from '../lookup.ts'
 import { readPlainHashQuery, readQuery } from '../query.ts'
 import type { Release } from '../release.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
-import { answerCacheKey, type KeptBody, type KeptRef, type StaticCache } from '../static-cache.ts'
+import { answerCacheKey, type KeptBody, type KeptRef, type OwnableBody, type StaticCache } from '../static-cache.ts'
 import { findSingleLookupsByHashes, findUpdatesByHashes, type HashLookup, type VersionFilters } from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
 
@@ -149,39 +149,42 @@ const CLOSE_BRACE = Buffer.from('}')
  * One class, so every such body has one hidden class. Made as `{ ...createBody(bytes), wrapped:
  * true }` and copied again by the cache (ownBytes' spread), they came in about seven, and the loads
  * of their fields in spliceParts and spliceVersionsByHash went megamorphic: V8's global stub cache,
- * missed and refilled through the runtime (bench/results/PROFILE.md, Session 23). `memory` and
- * `byteLength` are those of `bytes` (which starts at its memory's offset 0): the `<Version>` view is
- * made from them, as reading the Buffer's `byteOffset` getter was a call through the load IC for
- * each body, which V8 did not inline. Two fields of 4 bytes each.
+ * missed and refilled through the runtime (bench/results/PROFILE.md, Session 23). `memory`,
+ * `offset` and `byteLength` are those of `bytes`, read once: the `<Version>` view is made from
+ * them, as reading the Buffer's `byteOffset` getter was a call through the load IC for each body,
+ * which V8 did not inline. `bytes` is at first a view of the query's one BLOB; the cache asks for a
+ * copy of its own (owned) only for what it keeps, so with the cache off nothing is copied.
  */
-class SingleLookupBody implements Body {
+class SingleLookupBody implements OwnableBody {
   readonly bytes: Buffer
   readonly etag: string
   readonly memory: ArrayBuffer
+  readonly offset: number
   readonly byteLength: number
-  constructor(bytes: Buffer) {
+  constructor(bytes: Buffer, etag: string) {
     this.bytes = bytes
-    this.etag = createBody(bytes).etag
+    this.etag = etag
     this.memory = bytes.buffer as ArrayBuffer
+    this.offset = bytes.byteOffset
     this.byteLength = bytes.length
   }
 
   /** The `<Version>` bytes. */
   version(): Uint8Array {
-    return new Uint8Array(this.memory, DATA_PREFIX.length, this.byteLength - DATA_PREFIX.length - 1)
+    return new Uint8Array(this.memory, this.offset + DATA_PREFIX.length, this.byteLength - DATA_PREFIX.length - 1)
+  }
+
+  /** The same body with bytes of its own (for the cache: ownBytes). */
+  owned(): SingleLookupBody {
+    const own = Buffer.allocUnsafeSlow(this.byteLength)
+    this.bytes.copy(own)
+    return new SingleLookupBody(own, this.etag)
   }
 }
 
-/**
- * A single lookup's `{"data":<Version>}` bytes as SQL made them (findSingleLookupsByHashes).
- * `bytes` is a view of the query's one BLOB: copied into a buffer of its own here (offset 0, as
- * SingleLookupBody needs), so the cache keeps this very object (its ownBytes copies, with a spread,
- * only bodies that share memory).
- */
+/** A single lookup's `{"data":<Version>}` bytes as SQL made them (findSingleLookupsByHashes): a view of the query's one BLOB. */
 function singleLookupOf(bytes: Buffer): SingleLookupBody {
-  const own = Buffer.allocUnsafeSlow(bytes.length)
-  bytes.copy(own)
-  return new SingleLookupBody(own)
+  return new SingleLookupBody(bytes, createBody(bytes).etag)
 }
 
 /**
