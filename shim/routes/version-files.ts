@@ -49,7 +49,6 @@ function renderVersionsByHashBody(matches: readonly HashLookup[]): Body {
   return createBody(bytes)
 }
 
-
 /**
  * What a bulk hash lookup's answer is made of, kept in the static cache under the query's exact
  * text (answerCacheKey 'hashes'): references to the cache entries of the single lookups it splices
