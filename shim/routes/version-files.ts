@@ -200,10 +200,9 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   const { cache } = ctx
   const generation = cache.generation
   // A single lookup is kept under its bare hash (the cache's keyOf), which the query's reading has
-  // hashed for the Map already: no `/api/v1/version-files/<hash>` made per hash.
-  const keys = hashes
-  // One lookup a key: the entry's reference, for the plan, and its body through it.
-  const refs = keys.map((k) => cache.refOf?.(k))
+  // hashed for the Map already: no `/api/v1/version-files/<hash>` made per hash. One lookup a hash:
+  // the entry's reference, for the plan, and its body through it.
+  const refs = hashes.map((h) => cache.refOf?.(h))
   const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
   const missing = possiblyKnown(ctx.release, hashes.filter((_, i) => bodies[i] === undefined))
   if (missing.length > 0) {
@@ -212,8 +211,8 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
       const bytes = bodies[i] === undefined ? found.get(hash) : undefined
       if (bytes === undefined) continue
       const rendered = singleLookupOf(bytes)
-      bodies[i] = cache.put?.(keys[i]!, rendered, generation) ?? rendered
-      refs[i] = cache.refOf?.(keys[i]!)
+      bodies[i] = cache.put?.(hash, rendered, generation) ?? rendered
+      refs[i] = cache.refOf?.(hash)
     }
   }
   const known = hashes.flatMap((_, i) => (bodies[i] === undefined ? [] : [i]))
