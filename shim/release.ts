@@ -5,7 +5,7 @@
 import { existsSync, realpathSync } from 'node:fs'
 import path from 'node:path'
 import { createDbPool, openDb, type Db } from '../build/db/sqlite.ts'
-import { checkHashFilter, type HashFilterData } from '../build/hash-filter.ts'
+import { readHashIndexRow, type HashIndex } from '../build/hash-index.ts'
 import { createBody } from '../build/render/body.ts'
 import type { StaticCache } from './static-cache.ts'
 
@@ -19,8 +19,11 @@ export interface Release {
   db: Db
   /** The game segment of `/{game}/versions`. */
   game: string
-  /** The catalog's filter of known file hashes (build/hash-filter.ts); undefined for a catalog built before it had one. */
-  knownHashes?: HashFilterData
+  /**
+   * The catalog's index of known file hashes (build/hash-index.ts), held in memory; undefined for a
+   * catalog built before it had one (Session 24): every hash then goes to SQLite.
+   */
+  hashIndex?: HashIndex
   /** Whether its `files` rows carry their version's rowid (`version_rowid`); false for a catalog built before they did. */
   filesVersionRowid: boolean
 }
@@ -89,15 +92,16 @@ async function openReader(file: string, mmapBytes: number): Promise<Db> {
 }
 
 /**
- * The catalog's filter of known hashes, or undefined when its catalog has no `hash_filter` table (built
- * before it had one: every hash then goes to SQLite). A table without a sound row is refused: the
- * filter would rule out files that are there.
+ * The catalog's index of known hashes, or undefined when its catalog has no `hash_index` table (built
+ * before it had one, perhaps with the Bloom filter `hash_filter` that came before it, which is not
+ * read: every hash then goes to SQLite). A table without a sound row is refused: the index would
+ * rule out files that are there.
  */
-async function readHashFilter(db: Db, file: string): Promise<HashFilterData | undefined> {
-  const table = await db.get(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hash_filter'`)
+async function readHashIndex(db: Db, file: string): Promise<HashIndex | undefined> {
+  const table = await db.get(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'hash_index'`)
   if (!table) return undefined
-  const row = await db.get<{ bits: unknown; probes: unknown }>(`SELECT bits, probes FROM hash_filter`)
-  return checkHashFilter(row ?? { bits: undefined, probes: undefined }, file)
+  const row = await db.get<{ buckets: unknown; keys: unknown; rowids: unknown; entries: unknown }>(`SELECT buckets, keys, rowids, entries FROM hash_index`)
+  return readHashIndexRow(row ?? { buckets: undefined, keys: undefined, rowids: undefined, entries: undefined }, file)
 }
 
 /** Whether the catalog's `files` table has `version_rowid` (catalogs built since Session 22). */
@@ -106,9 +110,9 @@ async function hasFilesVersionRowid(db: Db): Promise<boolean> {
 }
 
 /** What a catalog has or lacks by the build that made it, read once at open, for a release or a snapshot alike. */
-async function readCatalogLayout(db: Db, file: string): Promise<Pick<Release, 'game' | 'knownHashes' | 'filesVersionRowid'>> {
+async function readCatalogLayout(db: Db, file: string): Promise<Pick<Release, 'game' | 'hashIndex' | 'filesVersionRowid'>> {
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
-  return { game, knownHashes: await readHashFilter(db, file), filesVersionRowid: await hasFilesVersionRowid(db) }
+  return { game, hashIndex: await readHashIndex(db, file), filesVersionRowid: await hasFilesVersionRowid(db) }
 }
 
 /** Real path of the release `current` points to, or null when there is none yet. */

@@ -286,8 +286,9 @@ export function createStaticCache(maxBytes: number): StaticCache {
   }
   /** Keeps body under urlPath unless made in another generation; the entry kept is the one returned. */
   const store = <B extends KeptBody>(urlPath: string, body: B, madeIn: number): B => {
-    // Made from a release that is no longer live: answer with it, keep nothing under its path.
-    if (madeIn !== generation) return body
+    // Made from a release that is no longer live: answer with it, keep nothing under its path. With
+    // no bytes to keep anything in (CACHE_BYTES=0), nothing is looked up or counted either.
+    if (madeIn !== generation || maxBytes === 0) return body
     const key = keyOf(urlPath)
     // Another request may have made the same body meanwhile: keep one entry, count its bytes once.
     const raced = lookup(key)

@@ -116,6 +116,41 @@ const SINGLE_LOOKUPS_BY_ID_SQL = singleLookupsSql('v.id = f.version_id')
 const OPEN_BRACE = 0x7b
 
 /**
+ * The single lookups `{"data":<Version>}` of the versions of these rowids (the candidates the
+ * catalog's hash index gave: build/hash-index.ts), by rowid; a rowid of no version is left out.
+ * Made as findSingleLookupsByHashes' answer is, one BLOB on SQLite's thread, each record
+ * `<rowid>{"data":<Version>}`, apart by NUL bytes; each body a view of it. The rows are read in
+ * rowid order (the `IN` list is sorted by SQLite), each once however many of the hashes it holds.
+ * At the large catalog, with the cache off, about half the CPU of finding the versions through
+ * the files' hash indexes (bench/results/PROFILE.md, Session 24).
+ */
+export async function findSingleLookupsByRowids(db: Db, rowids: readonly number[]): Promise<Map<number, Buffer>> {
+  const [row] = await db.all<{ records: Buffer | null }>(SINGLE_LOOKUPS_BY_ROWID_SQL, { $rowids: JSON.stringify(rowids) })
+  return splitRowidRecords(row?.records ?? null)
+}
+
+const SINGLE_LOOKUPS_BY_ROWID_SQL = `SELECT CAST(group_concat(v.rowid || '{"data":' || v.json || '}', char(0)) AS BLOB) AS records
+  FROM versions v WHERE v.rowid IN (SELECT value FROM json_each($rowids))`
+
+/** The records of a BLOB made by group_concat(rowid || json, char(0)), by rowid; each object a view of the BLOB. */
+export function splitRowidRecords(records: Buffer | null): Map<number, Buffer> {
+  const out = new Map<number, Buffer>()
+  if (records === null) return out
+  for (let at = 0; at < records.length; ) {
+    const next = records.indexOf(0, at)
+    const end = next < 0 ? records.length : next
+    let rowid = 0
+    let digit = at
+    for (let c = records[digit]!; c >= 0x30 && c <= 0x39; c = records[++digit]!) rowid = rowid * 10 + (c - 0x30)
+    if (digit === at || records[digit] !== OPEN_BRACE || records[end - 1] !== 0x7d) throw new Error(`a rowid lookup's record at byte ${at} is not a rowid and a JSON object`)
+    out.set(rowid, records.subarray(digit, end))
+    at = end + 1
+  }
+  return out
+}
+
+
+/**
  * The records of a BLOB made by group_concat(hash || json, char(0)): `<hash><JSON object>`, apart by
  * NUL bytes; each object a view of the BLOB.
  */

@@ -104,8 +104,8 @@ CREATE TABLE files (
   sha1 TEXT,
   downloads INTEGER NOT NULL DEFAULT 0
 );
--- One row: a Bloom filter of every file's sha1 and sha256 (build/hash-filter.ts).
-CREATE TABLE hash_filter (bits BLOB NOT NULL, probes INTEGER NOT NULL, hashes INTEGER NOT NULL);
+-- One row: every file's sha256 and sha1 by their first 48 bits, each with its version's rowid (build/hash-index.ts).
+CREATE TABLE hash_index (buckets BLOB NOT NULL, keys BLOB NOT NULL, rowids BLOB NOT NULL, entries INTEGER NOT NULL);
 CREATE TABLE dependencies (
   version_id TEXT NOT NULL,
   position INTEGER NOT NULL,

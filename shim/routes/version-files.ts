@@ -4,8 +4,9 @@
  * the same query (findUpdatesByHashes), so they agree on every input; an answer asked for a second
  * time is kept in the static cache for the live release, so a repeated check does not run it again
  * (cachedUpdate). A bulk hash lookup keeps the plan of its answer there (SplicePlan), so a repeated
- * one splices the kept single lookups without reading its query again. A hash the catalog's filter
- * of known hashes rules out (build/hash-filter.ts) is answered as unknown without a query.
+ * one splices the kept single lookups without reading its query again. A hash the catalog's index
+ * of known hashes rules out (build/hash-index.ts) is answered as unknown without a query, and a
+ * known one's version is read by the rowid it gives.
  */
 import { createBody, type Body } from '../../build/render/body.ts'
 import type { z } from 'zod'
@@ -20,7 +21,7 @@ import {
   versionFilesUpdateQuerySchema,
   versionFileUpdateQuerySchema,
 } from '../../build/schema/query.ts'
-import { mayContainHash } from '../../build/hash-filter.ts'
+import { candidatesOfHashes, hashHolder, mayBeKnown } from '../../build/hash-index.ts'
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
@@ -28,7 +29,13 @@ import { readPlainHashQuery, readQuery } from '../query.ts'
 import type { Release } from '../release.ts'
 import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
 import { answerCacheKey, type KeptBody, type KeptRef, type OwnableBody, type StaticCache } from '../static-cache.ts'
-import { findSingleLookupsByHashes, findUpdatesByHashes, type HashLookup, type VersionFilters } from '../versions-query.ts'
+import {
+  findSingleLookupsByHashes,
+  findSingleLookupsByRowids,
+  findUpdatesByHashes,
+  type HashLookup,
+  type VersionFilters,
+} from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
 
 /**
@@ -204,9 +211,9 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   // the entry's reference, for the plan, and its body through it.
   const refs = hashes.map((h) => cache.refOf?.(h))
   const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
-  const missing = possiblyKnown(ctx.release, hashes.filter((_, i) => bodies[i] === undefined))
+  const missing = hashes.filter((_, i) => bodies[i] === undefined)
   if (missing.length > 0) {
-    const found = new Map((await findSingleLookupsByHashes(ctx.release.db, missing, ctx.release.filesVersionRowid)).map((m) => [m.hash, m.body]))
+    const found = await findSingleLookups(ctx.release, missing)
     for (const [i, hash] of hashes.entries()) {
       const bytes = bodies[i] === undefined ? found.get(hash) : undefined
       if (bytes === undefined) continue
@@ -245,16 +252,50 @@ function dataOf(body: Body, releaseId: string, what: string): Uint8Array {
 }
 
 /**
- * The hashes the catalog's filter of known hashes does not rule out (build/hash-filter.ts), in
- * order; all of them for a catalog without one. A hash it rules out is not a file of the catalog,
- * so no query is run for it: a lookup whose other hashes are kept in memory then runs none.
+ * The single lookups `{"data":<Version>}` of these hashes, by hash; unknown hashes left out. Through
+ * the catalog's hash index (build/hash-index.ts): a hash it holds no prefix of runs no query, and the
+ * others' candidate versions are read by rowid in one batch (findSingleLookupsByRowids), the first
+ * whose JSON holds the hash being its single lookup (the candidates come newest first). A catalog
+ * without the index finds them through the files' hash indexes (findSingleLookupsByHashes).
  */
-function possiblyKnown(release: Release, hashes: readonly string[]): readonly string[] {
-  const filter = release.knownHashes
-  return filter === undefined ? hashes : hashes.filter((h) => mayContainHash(filter, h))
+async function findSingleLookups(release: Release, hashes: readonly string[]): Promise<Map<string, Buffer>> {
+  const index = release.hashIndex
+  if (index === undefined) return new Map((await findSingleLookupsByHashes(release.db, hashes, release.filesVersionRowid)).map((m) => [m.hash, m.body]))
+  const candidates = candidatesOfHashes(index, hashes)
+  const rowids = [...new Set(candidates.flat())]
+  const found = new Map<string, Buffer>()
+  if (rowids.length === 0) return found
+  const versions = await findSingleLookupsByRowids(release.db, rowids)
+  for (const [i, hash] of hashes.entries()) {
+    const holder = hashHolder(hash)
+    for (const rowid of candidates[i]!) {
+      const body = versions.get(rowid)
+      if (body !== undefined && body.includes(holder, DATA_PREFIX.length, 'latin1')) {
+        found.set(hash, body)
+        break
+      }
+    }
+  }
+  return found
 }
 
-/** findUpdatesByHashes of the hashes the filter does not rule out (possiblyKnown); no query when it rules out all. */
+/**
+ * The hashes the catalog's hash index does not rule out (build/hash-index.ts), in order; all of them
+ * for a catalog without one. A hash it rules out is not a file of the catalog, so no query is run
+ * for it: a lookup whose other hashes are kept in memory then runs none.
+ */
+function possiblyKnown(release: Release, hashes: readonly string[]): readonly string[] {
+  const index = release.hashIndex
+  return index === undefined ? hashes : hashes.filter((h) => mayBeKnown(index, h))
+}
+
+/**
+ * findUpdatesByHashes of the hashes the catalog's hash index does not rule out (possiblyKnown); no
+ * query when it rules out all. The index's candidate versions are not used here: a hash's project
+ * read from the version's row (to be checked against its JSON) cost more than from the covering
+ * files_sha256 and files_sha1 indexes, about 1.7 against 1.4 ms of CPU a 100-hash update check at
+ * the large catalog with the cache off (bench/results/PROFILE.md, Session 24).
+ */
 async function findUpdates(release: Release, hashes: readonly string[], filters: VersionFilters): Promise<HashLookup[]> {
   const candidates = possiblyKnown(release, hashes)
   return candidates.length === 0 ? [] : findUpdatesByHashes(release.db, candidates, filters)

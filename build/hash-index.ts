@@ -1,0 +1,221 @@
+/**
+ * The catalog's index of known file hashes (table `hash_index`): for every file, its lowercase hex
+ * SHA-256 and SHA-1, each with the rowid of the version that holds it, ordered by the hash's first
+ * 32 bits. The shim keeps it in memory (about 14 MB at the large catalog's 2.2 million hashes, six
+ * bytes a hash) and asks it first for every hash a client sends:
+ * - a hash whose 32-bit prefix it does not hold is no file of the catalog: answered as unknown
+ *   without a query. It replaces the Bloom filter `hash_filter` of catalogs built before it, and lets
+ *   as few unknown hashes through (about 0.05% at the large catalog: n / 2^32);
+ * - a known hash's version is then read by its rowid, with no descent of the files' hash indexes.
+ *   At the large catalog, with the shim's cache off, a 100-hash lookup made about 3.4 page reads a
+ *   hash through files_sha256 or files_sha1 and versions; by rowid, about one
+ *   (bench/results/PROFILE.md, Session 24).
+ *
+ * 32 bits name a hash, not prove it: two of the catalog's hashes share a prefix about n² / 2^33
+ * times (about 600 pairs at the large catalog), and anyone can send a made-up hash with a real
+ * file's prefix. So the index gives candidates, and a candidate counts only once its version's JSON
+ * is seen to hold the hash as one of its files' `"sha256":"<hash>"` or `"sha1":"<hash>"` (hashHolder:
+ * a quote inside a JSON string is escaped, so that text is only ever a file's hash). A file's hash
+ * can be in several versions of its project; the candidates of a prefix are ordered by their
+ * version's rank (0 = newest), so the first that holds the hash is the newest version containing
+ * the file, the rule every hash lookup follows (DESIGN "Hashes").
+ *
+ * Stored as one row of three little-endian BLOBs:
+ * - `buckets`: 65,537 32-bit offsets; the entries whose hash starts with the 16 bits b are those
+ *   from buckets[b] to buckets[b + 1];
+ * - `keys`: each entry's next 16 bits, as 16-bit numbers, ascending within a bucket;
+ * - `rowids`: each entry's version rowid, as 32-bit numbers.
+ */
+
+/** Entries start where their first 16 bits say: 2^16 buckets, and one more offset for the end. */
+const BUCKETS = 65_536
+
+/** The index as the shim holds it. */
+export interface HashIndex {
+  buckets: Uint32Array
+  keys: Uint16Array
+  rowids: Uint32Array
+}
+
+/** `count` lowercase hex digits of `hash` from `at`, as a number (at most 8 digits: an unsigned 32-bit number). */
+function hexDigits(hash: string, at: number, count: number): number {
+  let value = 0
+  for (let i = at; i < at + count; i++) {
+    const c = hash.charCodeAt(i)
+    value = value * 16 + (c <= 57 ? c - 48 : c - 87)
+  }
+  return value
+}
+
+/** The first entry of `hash`'s prefix, or -1 when the index holds none (the hash is no file of the catalog). */
+export function firstCandidate(index: HashIndex, hash: string): number {
+  const bucket = hexDigits(hash, 0, 4)
+  const key = hexDigits(hash, 4, 4)
+  const { keys } = index
+  let lo = index.buckets[bucket]!
+  const end = index.buckets[bucket + 1]!
+  let hi = end
+  // The first entry whose key is not below `key`.
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (keys[mid]! < key) lo = mid + 1
+    else hi = mid
+  }
+  return lo < end && keys[lo] === key ? lo : -1
+}
+
+/** The version rowids of `hash`'s candidates, newest first; none when the hash is no file of the catalog. */
+export function candidateRowids(index: HashIndex, hash: string): number[] {
+  const first = firstCandidate(index, hash)
+  if (first < 0) return []
+  const { keys, rowids } = index
+  const out = [rowids[first]!]
+  const end = index.buckets[hexDigits(hash, 0, 4) + 1]!
+  for (let i = first + 1; i < end && keys[i] === keys[first]; i++) out.push(rowids[i]!)
+  return out
+}
+
+/**
+ * candidateRowids of each hash, in order. The buckets of all the hashes are read first, in a loop of
+ * loads that do not wait on one another, so the processor fetches them from memory together; the
+ * index is 14 MB at the large catalog, and each read of it is mostly a cache miss.
+ */
+export function candidatesOfHashes(index: HashIndex, hashes: readonly string[]): number[][] {
+  const { buckets, keys, rowids } = index
+  const n = hashes.length
+  const ranges = new Uint32Array(2 * n)
+  const wanted = new Uint32Array(n)
+  for (let i = 0; i < n; i++) {
+    const hash = hashes[i]!
+    const bucket = hexDigits(hash, 0, 4)
+    ranges[2 * i] = buckets[bucket]!
+    ranges[2 * i + 1] = buckets[bucket + 1]!
+    wanted[i] = hexDigits(hash, 4, 4)
+  }
+  const out = new Array<number[]>(n)
+  for (let i = 0; i < n; i++) {
+    const key = wanted[i]!
+    let lo = ranges[2 * i]!
+    const end = ranges[2 * i + 1]!
+    let hi = end
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1
+      if (keys[mid]! < key) lo = mid + 1
+      else hi = mid
+    }
+    const found: number[] = []
+    for (let at = lo; at < end && keys[at] === key; at++) found.push(rowids[at]!)
+    out[i] = found
+  }
+  return out
+}
+
+/** Whether the index holds `hash`'s prefix: false only for a hash that is no file of the catalog. */
+export function mayBeKnown(index: HashIndex, hash: string): boolean {
+  return firstCandidate(index, hash) >= 0
+}
+
+/**
+ * The text a version's JSON holds for each of its files' hashes, `"sha256":"<hash>"` or
+ * `"sha1":"<hash>"` as the renderer writes it (no space after the colon), by the hash's length (40
+ * or 64 lowercase hex characters, as the query schema leaves it).
+ */
+export function hashHolder(hash: string): string {
+  return `"${hash.length === 40 ? 'sha1' : 'sha256'}":"${hash}"`
+}
+
+/** An index for `count` hashes, filled by `add` in any order; `finish` sorts it. */
+export function createHashIndex(count: number): { add(hash: string, versionRowid: number, rank: number): void; finish(): HashIndex } {
+  const prefixes = new Uint32Array(count)
+  const ranks = new Float64Array(count)
+  const rowids = new Uint32Array(count)
+  let n = 0
+  return {
+    add(hash, versionRowid, rank) {
+      if (n === count) throw new Error(`the hash index was made for ${count} hashes, and more were added`)
+      if (!Number.isInteger(versionRowid) || versionRowid < 0 || versionRowid > 0xffff_ffff) throw new Error(`version rowid ${versionRowid} does not fit the hash index (32 bits)`)
+      prefixes[n] = hexDigits(hash, 0, 8)
+      ranks[n] = rank
+      rowids[n] = versionRowid
+      n++
+    },
+    finish() {
+      const order = new Uint32Array(n)
+      for (let i = 0; i < n; i++) order[i] = i
+      // By prefix, then the version's rank (newest first), then rowid, so the index is deterministic.
+      order.sort((a, b) => prefixes[a]! - prefixes[b]! || ranks[a]! - ranks[b]! || rowids[a]! - rowids[b]!)
+      const buckets = new Uint32Array(BUCKETS + 1)
+      const keys = new Uint16Array(n)
+      const sorted = new Uint32Array(n)
+      let m = 0
+      for (let i = 0; i < n; i++) {
+        const at = order[i]!
+        const prefix = prefixes[at]!
+        // A version holding two hashes of one prefix (or one hash twice) is one candidate for both.
+        if (m > 0 && prefixes[order[i - 1]!] === prefix && sorted[m - 1] === rowids[at]) continue
+        buckets[(prefix >>> 16) + 1]!++
+        keys[m] = prefix & 0xffff
+        sorted[m] = rowids[at]!
+        m++
+      }
+      for (let b = 1; b <= BUCKETS; b++) buckets[b]! += buckets[b - 1]!
+      return { buckets, keys: keys.slice(0, m), rowids: sorted.slice(0, m) }
+    },
+  }
+}
+
+/** Whether this machine stores numbers little-endian (typed arrays use its order). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+
+/** A typed array's bytes, little-endian whatever the machine's order. */
+function littleEndian(values: Uint16Array | Uint32Array): Buffer {
+  const width = values.BYTES_PER_ELEMENT
+  const out = Buffer.allocUnsafe(values.length * width)
+  for (let i = 0; i < values.length; i++) {
+    if (width === 2) out.writeUInt16LE(values[i]!, i * 2)
+    else out.writeUInt32LE(values[i]!, i * 4)
+  }
+  return out
+}
+
+/** The numbers of a little-endian BLOB (a view of it when the machine's order and its alignment allow; else a copy). */
+function fromLittleEndian<T extends Uint16Array | Uint32Array>(bytes: Uint8Array, Type: { new (buffer: ArrayBuffer, offset: number, length: number): T; new (length: number): T; BYTES_PER_ELEMENT: number }): T {
+  const width = Type.BYTES_PER_ELEMENT
+  if (LITTLE_ENDIAN && bytes.byteOffset % width === 0) return new Type(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.length / width)
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length)
+  const out = new Type(bytes.length / width)
+  for (let i = 0; i < out.length; i++) out[i] = width === 2 ? view.getUint16(i * 2, true) : view.getUint32(i * 4, true)
+  return out
+}
+
+/** The row the catalog stores (`hash_index`): the three arrays as little-endian BLOBs, and the number of entries. */
+export function hashIndexRow(index: HashIndex): { buckets: Buffer; keys: Buffer; rowids: Buffer; entries: number } {
+  return { buckets: littleEndian(index.buckets), keys: littleEndian(index.keys), rowids: littleEndian(index.rowids), entries: index.keys.length }
+}
+
+/**
+ * Reads the index back from the catalog's row, checked: a broken one would answer "unknown" for
+ * files that are known, so it is refused rather than used. Every entry is checked (ascending keys
+ * within each bucket): a few ms at the large catalog, once per release.
+ */
+export function readHashIndexRow(row: { buckets: unknown; keys: unknown; rowids: unknown; entries: unknown }, file: string): HashIndex {
+  const refuse = (why: string): Error => new Error(`${file}: its hash_index row is malformed (${why})`)
+  const { entries } = row
+  if (typeof entries !== 'number' || !Number.isInteger(entries) || entries < 0) throw refuse('entries is not a count')
+  for (const [name, bytes, size] of [['buckets', row.buckets, (BUCKETS + 1) * 4], ['keys', row.keys, entries * 2], ['rowids', row.rowids, entries * 4]] as const) {
+    if (!(bytes instanceof Uint8Array) || bytes.length !== size) throw refuse(`${name} is not ${size} bytes`)
+  }
+  const index: HashIndex = {
+    buckets: fromLittleEndian(row.buckets as Uint8Array, Uint32Array),
+    keys: fromLittleEndian(row.keys as Uint8Array, Uint16Array),
+    rowids: fromLittleEndian(row.rowids as Uint8Array, Uint32Array),
+  }
+  const { buckets, keys } = index
+  if (buckets[0] !== 0 || buckets[BUCKETS] !== entries) throw refuse('its buckets do not span its entries')
+  for (let b = 0; b < BUCKETS; b++) {
+    const end = buckets[b + 1]!
+    if (end < buckets[b]!) throw refuse(`bucket ${b} ends before it starts`)
+    for (let i = buckets[b]! + 1; i < end; i++) if (keys[i]! < keys[i - 1]!) throw refuse(`its keys are not in order at entry ${i}`)
+  }
+  return index
+}
