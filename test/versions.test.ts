@@ -88,6 +88,26 @@ describe('GET /projects/{idOrSlug}/versions', () => {
     expect(nonTrivial).toBeGreaterThanOrEqual(6)
   })
 
+  it('reads a one-value filter exactly: every game version and platform alone, and values that are parts of the arrays\' text', async () => {
+    const all = full.get('sodium')!
+    const gameVersions = [...new Set(all.flatMap((v) => v.gameVersions))]
+    const platforms = [...new Set(all.flatMap((v) => v.platforms))]
+    expect(all.some((v) => v.gameVersions.length > 1)).toBe(true)
+    const cases: { query: string; filters: { gameVersion?: string[]; platform?: string[] } }[] = [
+      ...gameVersions.map((g) => ({ query: `gameVersion=${encodeURIComponent(JSON.stringify([g]))}`, filters: { gameVersion: [g] } })),
+      ...platforms.map((p) => ({ query: `platform=${p}`, filters: { platform: [p] } })),
+      // Text between two elements, a part of one, one with a quote or a backslash: nothing matches.
+      ...[',', '","', '1.2', '.21', '1.21"', 'a\\b', '[', ']'].map((g) => ({ query: `gameVersion=${encodeURIComponent(JSON.stringify([g]))}`, filters: { gameVersion: [g] } })),
+    ]
+    for (const c of cases) {
+      const expected = all.filter((v) => matchesFilters(v, c.filters))
+      const { body } = await getList(`/projects/sodium/versions?limit=100&${c.query}`)
+      expect(body.data.map((v) => v.id), c.query).toEqual(expected.map((v) => v.id))
+      expect(body.meta.total, c.query).toBe(expected.length)
+    }
+    expect(cases.filter((c) => all.some((v) => matchesFilters(v, c.filters))).length).toBe(gameVersions.length + platforms.length)
+  })
+
   it('includeChangelog=false leaves out the changelog of every item and keeps every other byte', async () => {
     const withLog = await getList('/projects/fabric-api/versions?limit=50')
     const without = await getList('/projects/fabric-api/versions?limit=50&includeChangelog=false')
