@@ -22,6 +22,7 @@ import {
 import type { Author } from './schema/api.ts'
 import type { SourceProject, SourceUser } from './schema/source.ts'
 import { createHashIndex, hashIndexRow } from './hash-index.ts'
+import { renderRawBody } from './render/body.ts'
 import { startSearchIndex } from './search-index.ts'
 
 /** In-memory lookups the renderers of the static tree need (small: one entry per user/project). */
@@ -215,16 +216,17 @@ async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<
       [JSON.stringify(rows.map((r) => r.id))],
     )
     const resolved = new Map(depRows.map((d) => [`${d.version_id}/${d.position}`, d]))
-    const out: [string, string][] = []
+    const out: [string, string, string][] = []
     for (const row of rows) {
       const version = JSON.parse(row.source_json) as NormalisedVersion
       const deps: ResolvedDependency[] = version.dependencies.map((source, i) => {
         const r = resolved.get(`${version.id}/${i}`)
         return { source, project: r ? (projects.get(r.project_id) ?? null) : null, versionId: r?.dep_version_id ?? null }
       })
-      out.push([row.id, JSON.stringify(renderVersion(settings, version, row.downloads, deps))])
+      const json = JSON.stringify(renderVersion(settings, version, row.downloads, deps))
+      out.push([row.id, json, renderRawBody(json).etag])
     }
-    await db.run(`UPDATE versions SET json = j.value->>1 FROM json_each(?) j WHERE versions.id = j.value->>0`, [JSON.stringify(out)])
+    await db.run(`UPDATE versions SET json = j.value->>1, body_etag = j.value->>2 FROM json_each(?) j WHERE versions.id = j.value->>0`, [JSON.stringify(out)])
   }
 }
 

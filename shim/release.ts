@@ -26,6 +26,8 @@ export interface Release {
   hashIndex?: HashIndex
   /** Whether its `files` rows carry their version's rowid (`version_rowid`); false for a catalog built before they did. */
   filesVersionRowid: boolean
+  /** Whether its `versions` rows carry their body's ETag (`body_etag`); false for a catalog built before they did (Session 24). */
+  versionsBodyEtag: boolean
 }
 
 /** How the shim opens a catalog: from ShimOptions' readConnections and catalogMmapBytes. */
@@ -109,10 +111,15 @@ async function hasFilesVersionRowid(db: Db): Promise<boolean> {
   return (await db.get(`SELECT 1 FROM pragma_table_info('files') WHERE name = 'version_rowid'`)) !== undefined
 }
 
+/** Whether the catalog's `versions` table has `body_etag` (catalogs built since Session 24). */
+async function hasVersionsBodyEtag(db: Db): Promise<boolean> {
+  return (await db.get(`SELECT 1 FROM pragma_table_info('versions') WHERE name = 'body_etag'`)) !== undefined
+}
+
 /** What a catalog has or lacks by the build that made it, read once at open, for a release or a snapshot alike. */
-async function readCatalogLayout(db: Db, file: string): Promise<Pick<Release, 'game' | 'hashIndex' | 'filesVersionRowid'>> {
+async function readCatalogLayout(db: Db, file: string): Promise<Pick<Release, 'game' | 'hashIndex' | 'filesVersionRowid' | 'versionsBodyEtag'>> {
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
-  return { game, hashIndex: await readHashIndex(db, file), filesVersionRowid: await hasFilesVersionRowid(db) }
+  return { game, hashIndex: await readHashIndex(db, file), filesVersionRowid: await hasFilesVersionRowid(db), versionsBodyEtag: await hasVersionsBodyEtag(db) }
 }
 
 /** Real path of the release `current` points to, or null when there is none yet. */

@@ -140,40 +140,62 @@ const SINGLE_LOOKUPS_BY_ID_SQL = singleLookupsSql('v.id = f.version_id')
 
 const OPEN_BRACE = 0x7b
 
+/** A single lookup's bytes found by its version's rowid, and their ETag when the catalog has it (versions.body_etag). */
+export interface RowidLookup {
+  body: Buffer
+  etag: string | undefined
+}
+
 /**
  * The single lookups `{"data":<Version>}` of the versions of these rowids (the candidates the
  * catalog's hash index gave: build/hash-index.ts), by rowid; a rowid of no version is left out.
  * Made as findSingleLookupsByHashes' answer is, one BLOB on SQLite's thread, each record
- * `<rowid>{"data":<Version>}`, apart by NUL bytes; each body a view of it. The rows are read in
- * rowid order (the `IN` list is sorted by SQLite), each once however many of the hashes it holds.
- * At the large catalog, with the cache off, about half the CPU of finding the versions through
- * the files' hash indexes (bench/results/PROFILE.md, Session 24).
+ * `<rowid><ETag>{"data":<Version>}` (the ETag the build stored, `"<hex>-<hex>"`; none when
+ * `bodyEtag` is false: a catalog built before versions.body_etag), apart by NUL bytes; each body a
+ * view of it. The rows are read in rowid order (SQLite sorts the `IN` list), each once however many
+ * of the hashes it holds. At the large catalog, with the cache off, about 40% of the CPU of finding
+ * the versions through the files' hash indexes; with the stored ETag no body is hashed on the event
+ * loop (bench/results/PROFILE.md, Session 24).
  */
-export async function findSingleLookupsByRowids(db: Db, rowids: readonly number[]): Promise<Map<number, Buffer>> {
-  const [row] = await db.all<{ records: Buffer | null }>(SINGLE_LOOKUPS_BY_ROWID_SQL, { $rowids: JSON.stringify(rowids) })
+export async function findSingleLookupsByRowids(db: Db, rowids: readonly number[], bodyEtag: boolean): Promise<Map<number, RowidLookup>> {
+  const [row] = await db.all<{ records: Buffer | null }>(bodyEtag ? LOOKUPS_BY_ROWID_SQL : LOOKUPS_BY_ROWID_NO_ETAG_SQL, { $rowids: JSON.stringify(rowids) })
   return splitRowidRecords(row?.records ?? null)
 }
 
-const SINGLE_LOOKUPS_BY_ROWID_SQL = `SELECT CAST(group_concat(v.rowid || '{"data":' || v.json || '}', char(0)) AS BLOB) AS records
+const LOOKUPS_BY_ROWID_SQL = `SELECT CAST(group_concat(v.rowid || coalesce(v.body_etag, '') || '{"data":' || v.json || '}', char(0)) AS BLOB) AS records
+  FROM versions v WHERE v.rowid IN (SELECT value FROM json_each($rowids))`
+const LOOKUPS_BY_ROWID_NO_ETAG_SQL = `SELECT CAST(group_concat(v.rowid || '{"data":' || v.json || '}', char(0)) AS BLOB) AS records
   FROM versions v WHERE v.rowid IN (SELECT value FROM json_each($rowids))`
 
-/** The records of a BLOB made by group_concat(rowid || json, char(0)), by rowid; each object a view of the BLOB. */
-export function splitRowidRecords(records: Buffer | null): Map<number, Buffer> {
-  const out = new Map<number, Buffer>()
+const QUOTE = 0x22
+
+/**
+ * The records of a BLOB made by group_concat(rowid || etag || json, char(0)), by rowid, the etag
+ * (`"..."`) there or not; each body a view of the BLOB.
+ */
+export function splitRowidRecords(records: Buffer | null): Map<number, RowidLookup> {
+  const out = new Map<number, RowidLookup>()
   if (records === null) return out
   for (let at = 0; at < records.length; ) {
     const next = records.indexOf(0, at)
     const end = next < 0 ? records.length : next
     let rowid = 0
-    let digit = at
-    for (let c = records[digit]!; c >= 0x30 && c <= 0x39; c = records[++digit]!) rowid = rowid * 10 + (c - 0x30)
-    if (digit === at || records[digit] !== OPEN_BRACE || records[end - 1] !== 0x7d) throw new Error(`a rowid lookup's record at byte ${at} is not a rowid and a JSON object`)
-    out.set(rowid, records.subarray(digit, end))
+    let i = at
+    for (let c = records[i]!; c >= 0x30 && c <= 0x39; c = records[++i]!) rowid = rowid * 10 + (c - 0x30)
+    const digits = i - at
+    let etag: string | undefined
+    if (records[i] === QUOTE) {
+      const close = records.indexOf(QUOTE, i + 1)
+      if (close < 0 || close >= end) throw new Error(`a rowid lookup's record at byte ${at} has an unclosed ETag`)
+      etag = records.toString('latin1', i, close + 1)
+      i = close + 1
+    }
+    if (digits === 0 || records[i] !== OPEN_BRACE || records[end - 1] !== 0x7d) throw new Error(`a rowid lookup's record at byte ${at} is not a rowid, an ETag and a JSON object`)
+    out.set(rowid, { body: records.subarray(i, end), etag })
     at = end + 1
   }
   return out
 }
-
 
 /**
  * The records of a BLOB made by group_concat(hash || json, char(0)): `<hash><JSON object>`, apart by

@@ -11,6 +11,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
 import { openDb } from '../build/db/sqlite.ts'
 import { candidateRowids, candidatesOfHashes, createHashIndex, hashHolder, hashIndexRow, mayBeKnown, readHashIndexRow, type HashIndex } from '../build/hash-index.ts'
+import { renderRawBody } from '../build/render/body.ts'
 import { errorSchema } from '../build/schema/api.ts'
 import { openRelease } from '../shim/release.ts'
 import { json, startServer, type TestServer } from './harness.ts'
@@ -145,9 +146,11 @@ describe('the catalog\'s index in the shim', () => {
     await server.close()
   })
 
-  const ask = async (url: string): Promise<{ status: number; text: string }> => {
+  /** An answer's status and text, and its ETag when it is a 200. */
+  const ask = async (url: string): Promise<{ status: number; text: string; etag?: string }> => {
     const res = await server.get(url)
-    return { status: res.status, text: await res.text() }
+    const text = await res.text()
+    return res.status === 200 ? { status: res.status, text, etag: res.headers.get('etag')! } : { status: res.status, text }
   }
 
   it('is built over every file\'s SHA-1 and SHA-256, read with the release, and names each hash\'s newest version first', async () => {
@@ -187,6 +190,36 @@ describe('the catalog\'s index in the shim', () => {
     cache.clear()
   })
 
+  it('stores each version\'s body ETag, the one its bytes have, and answers alike from a catalog without it', async () => {
+    const { cache, release } = server.ctx
+    const rows = await release.db.all<{ json: string; body_etag: string }>(`SELECT json, body_etag FROM versions`)
+    expect(rows.length).toBeGreaterThan(50)
+    for (const r of rows) expect(r.body_etag).toBe(renderRawBody(r.json).etag)
+    expect(release.versionsBodyEtag).toBe(true)
+    const url = `/version-files?hashes=${known.slice(0, 100).join(',')}`
+    cache.clear()
+    const stored = await ask(url)
+    release.versionsBodyEtag = false
+    try {
+      cache.clear()
+      expect(await ask(url)).toEqual(stored)
+      // The single lookups the bulk one kept are answered with their own ETag, the file's.
+      for (const hash of known.slice(0, 5)) {
+        const res = await server.get(`/version-files/${hash}`)
+        expect(res.headers.get('etag'), hash).toBe(renderRawBody(JSON.stringify((JSON.parse(stored.text) as { data: Record<string, unknown> }).data[hash])).etag)
+      }
+    } finally {
+      release.versionsBodyEtag = true
+    }
+    cache.clear()
+    expect(await ask(url)).toEqual(stored)
+    for (const hash of known.slice(0, 5)) {
+      const res = await server.get(`/version-files/${hash}`)
+      expect(res.headers.get('etag'), hash).toBe(renderRawBody(JSON.stringify((JSON.parse(stored.text) as { data: Record<string, unknown> }).data[hash])).etag)
+    }
+    cache.clear()
+  })
+
   it('answers hashes it rules out as unknown without a query, the same answers as without it', async () => {
     const { cache, release } = server.ctx
     const hashes = known.slice(0, 30)
@@ -202,7 +235,7 @@ describe('the catalog\'s index in the shim', () => {
     try {
       // Its known hashes' single lookups are kept (the request above), its unknown ones ruled out: no query.
       expect(await ask(`/version-files?hashes=${mixed.join(',')}`)).toEqual(knownOnly)
-      expect(await ask(`/version-files/update?hashes=${ruledOut.join(',')}&${filters}`)).toEqual({ status: 200, text: '{"data":{}}' })
+      expect(await ask(`/version-files/update?hashes=${ruledOut.join(',')}&${filters}`)).toEqual({ status: 200, text: '{"data":{}}', etag: expect.any(String) })
       expect(reads).not.toHaveBeenCalled()
       // A single lookup's path is first tried as a file, as every plain path is (shim/app.ts); then no query.
       const single = await server.get(`/version-files/${ruledOut[0]}`)
@@ -245,9 +278,9 @@ describe('the catalog\'s index in the shim', () => {
     expect(Object.keys((JSON.parse(real.text) as { data: object }).data)).toEqual([a, b])
     cache.clear()
     expect(await ask(`/version-files?hashes=${a},${fakeA},${b},${fakeB}`)).toEqual(real)
-    expect(await ask(`/version-files?hashes=${fakeA},${fakeB}`)).toEqual({ status: 200, text: '{"data":{}}' })
+    expect(await ask(`/version-files?hashes=${fakeA},${fakeB}`)).toEqual({ status: 200, text: '{"data":{}}', etag: expect.any(String) })
     expect((await ask(`/version-files/${fakeA}`)).status).toBe(404)
-    expect(await ask(`/version-files/update?hashes=${fakeA},${fakeB}`)).toEqual({ status: 200, text: '{"data":{}}' })
+    expect(await ask(`/version-files/update?hashes=${fakeA},${fakeB}`)).toEqual({ status: 200, text: '{"data":{}}', etag: expect.any(String) })
     // An index whose prefix of `a` first names a newer version of another hash (b's): `a` is still
     // found in its own version, the first candidate that holds it.
     const rowidOf = async (hash: string): Promise<number> =>

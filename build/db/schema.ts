@@ -89,7 +89,9 @@ CREATE TABLE versions (
   downloads INTEGER NOT NULL,
   created_at TEXT NOT NULL,
   published_at TEXT,
-  json TEXT
+  json TEXT,
+  -- The ETag of {"data":<json>}, the body of /versions/{id} and of its files' single lookups (build/render/etag.ts).
+  body_etag TEXT
 );
 CREATE TABLE files (
   id TEXT PRIMARY KEY,

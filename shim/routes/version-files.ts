@@ -188,9 +188,13 @@ class SingleLookupBody implements OwnableBody {
   }
 }
 
-/** A single lookup's `{"data":<Version>}` bytes as SQL made them (findSingleLookupsByHashes): a view of the query's one BLOB. */
-function singleLookupOf(bytes: Buffer): SingleLookupBody {
-  return new SingleLookupBody(bytes, createBody(bytes).etag)
+/**
+ * A single lookup's `{"data":<Version>}` bytes as SQL made them (findSingleLookupsByHashes or
+ * findSingleLookupsByRowids): a view of the query's one BLOB, with the ETag the catalog stored for
+ * them (versions.body_etag), or else the one their bytes have.
+ */
+function singleLookupOf(bytes: Buffer, etag: string | undefined): SingleLookupBody {
+  return new SingleLookupBody(bytes, etag ?? createBody(bytes).etag)
 }
 
 /**
@@ -215,9 +219,9 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   if (missing.length > 0) {
     const found = await findSingleLookups(ctx.release, missing)
     for (const [i, hash] of hashes.entries()) {
-      const bytes = bodies[i] === undefined ? found.get(hash) : undefined
-      if (bytes === undefined) continue
-      const rendered = singleLookupOf(bytes)
+      const lookup = bodies[i] === undefined ? found.get(hash) : undefined
+      if (lookup === undefined) continue
+      const rendered = singleLookupOf(lookup.body, lookup.etag)
       bodies[i] = cache.put?.(hash, rendered, generation) ?? rendered
       refs[i] = cache.refOf?.(hash)
     }
@@ -258,20 +262,22 @@ function dataOf(body: Body, releaseId: string, what: string): Uint8Array {
  * whose JSON holds the hash being its single lookup (the candidates come newest first). A catalog
  * without the index finds them through the files' hash indexes (findSingleLookupsByHashes).
  */
-async function findSingleLookups(release: Release, hashes: readonly string[]): Promise<Map<string, Buffer>> {
+async function findSingleLookups(release: Release, hashes: readonly string[]): Promise<Map<string, { body: Buffer; etag: string | undefined }>> {
   const index = release.hashIndex
-  if (index === undefined) return new Map((await findSingleLookupsByHashes(release.db, hashes, release.filesVersionRowid)).map((m) => [m.hash, m.body]))
+  if (index === undefined) {
+    return new Map((await findSingleLookupsByHashes(release.db, hashes, release.filesVersionRowid)).map((m) => [m.hash, { body: m.body, etag: undefined }]))
+  }
   const candidates = candidatesOfHashes(index, hashes)
   const rowids = [...new Set(candidates.flat())]
-  const found = new Map<string, Buffer>()
+  const found = new Map<string, { body: Buffer; etag: string | undefined }>()
   if (rowids.length === 0) return found
-  const versions = await findSingleLookupsByRowids(release.db, rowids)
+  const versions = await findSingleLookupsByRowids(release.db, rowids, release.versionsBodyEtag)
   for (const [i, hash] of hashes.entries()) {
     const holder = hashHolder(hash)
     for (const rowid of candidates[i]!) {
-      const body = versions.get(rowid)
-      if (body !== undefined && body.includes(holder, DATA_PREFIX.length, 'latin1')) {
-        found.set(hash, body)
+      const version = versions.get(rowid)
+      if (version !== undefined && version.body.includes(holder, DATA_PREFIX.length, 'latin1')) {
+        found.set(hash, version)
         break
       }
     }
