@@ -76,12 +76,12 @@ export function candidateRowids(index: HashIndex, hash: string): number[] {
 }
 
 /**
- * candidateRowids of each hash, in order. The buckets of all the hashes are read first, in a loop of
- * loads that do not wait on one another, so the processor fetches them from memory together; the
- * index is 14 MB at the large catalog, and each read of it is mostly a cache miss.
+ * firstCandidate of each hash, in order (-1 for none). The buckets of all the hashes are read first,
+ * in a loop of loads that do not wait on one another, so the processor fetches them from memory
+ * together; the index is 14 MB at the large catalog, and each read of it is mostly a cache miss.
  */
-export function candidatesOfHashes(index: HashIndex, hashes: readonly string[]): number[][] {
-  const { buckets, keys, rowids } = index
+function firstCandidates(index: HashIndex, hashes: readonly string[]): Int32Array {
+  const { buckets, keys } = index
   const n = hashes.length
   const ranges = new Uint32Array(2 * n)
   const wanted = new Uint32Array(n)
@@ -92,7 +92,7 @@ export function candidatesOfHashes(index: HashIndex, hashes: readonly string[]):
     ranges[2 * i + 1] = buckets[bucket + 1]!
     wanted[i] = hexDigits(hash, 4, 4)
   }
-  const out = new Array<number[]>(n)
+  const out = new Int32Array(n)
   for (let i = 0; i < n; i++) {
     const key = wanted[i]!
     let lo = ranges[2 * i]!
@@ -103,11 +103,32 @@ export function candidatesOfHashes(index: HashIndex, hashes: readonly string[]):
       if (keys[mid]! < key) lo = mid + 1
       else hi = mid
     }
+    out[i] = lo < end && keys[lo] === key ? lo : -1
+  }
+  return out
+}
+
+/** candidateRowids of each hash, in order (firstCandidates). */
+export function candidatesOfHashes(index: HashIndex, hashes: readonly string[]): number[][] {
+  const { keys, rowids } = index
+  const firsts = firstCandidates(index, hashes)
+  const out = new Array<number[]>(hashes.length)
+  for (let i = 0; i < hashes.length; i++) {
+    const first = firsts[i]!
     const found: number[] = []
-    for (let at = lo; at < end && keys[at] === key; at++) found.push(rowids[at]!)
+    if (first >= 0) {
+      const end = index.buckets[hexDigits(hashes[i]!, 0, 4) + 1]!
+      for (let at = first; at < end && keys[at] === keys[first]; at++) found.push(rowids[at]!)
+    }
     out[i] = found
   }
   return out
+}
+
+/** The hashes whose prefix the index holds, in order (firstCandidates): the others are no files of the catalog. */
+export function possiblyKnownHashes(index: HashIndex, hashes: readonly string[]): string[] {
+  const firsts = firstCandidates(index, hashes)
+  return hashes.filter((_, i) => firsts[i]! >= 0)
 }
 
 /** Whether the index holds `hash`'s prefix: false only for a hash that is no file of the catalog. */

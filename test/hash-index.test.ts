@@ -10,7 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
 import { openDb } from '../build/db/sqlite.ts'
-import { candidateRowids, candidatesOfHashes, createHashIndex, hashHolder, hashIndexRow, mayBeKnown, readHashIndexRow, type HashIndex } from '../build/hash-index.ts'
+import { candidateRowids, candidatesOfHashes, createHashIndex, hashHolder, hashIndexRow, mayBeKnown, possiblyKnownHashes, readHashIndexRow, type HashIndex } from '../build/hash-index.ts'
 import { renderRawBody } from '../build/render/body.ts'
 import { errorSchema } from '../build/schema/api.ts'
 import { openRelease } from '../shim/release.ts'
@@ -43,6 +43,7 @@ describe('the index', () => {
     const others = Array.from({ length: 40_000 }, (_, i) => hexOf(`other ${i}`, i % 2 === 0 ? 64 : 40))
     expect(others.filter((h) => mayBeKnown(index, h)).length).toBeLessThan(3)
     expect(candidatesOfHashes(index, others).filter((c) => c.length > 0).length).toBe(others.filter((h) => mayBeKnown(index, h)).length)
+    expect(possiblyKnownHashes(index, [...others.slice(0, 50), ...known.slice(0, 50)])).toEqual([...others.slice(0, 50).filter((h) => mayBeKnown(index, h)), ...known.slice(0, 50)])
   })
 
   it('stores the layout the README documents: 16-bit buckets, 16-bit keys, 32-bit rowids, little-endian', () => {

@@ -21,7 +21,7 @@ import {
   versionFilesUpdateQuerySchema,
   versionFileUpdateQuerySchema,
 } from '../../build/schema/query.ts'
-import { candidatesOfHashes, hashHolder, mayBeKnown } from '../../build/hash-index.ts'
+import { candidatesOfHashes, hashHolder, possiblyKnownHashes } from '../../build/hash-index.ts'
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
@@ -292,7 +292,7 @@ async function findSingleLookups(release: Release, hashes: readonly string[]): P
  */
 function possiblyKnown(release: Release, hashes: readonly string[]): readonly string[] {
   const index = release.hashIndex
-  return index === undefined ? hashes : hashes.filter((h) => mayBeKnown(index, h))
+  return index === undefined ? hashes : possiblyKnownHashes(index, hashes)
 }
 
 /**
