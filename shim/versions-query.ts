@@ -140,7 +140,7 @@ const SINGLE_LOOKUPS_BY_ID_SQL = singleLookupsSql('v.id = f.version_id')
 
 const OPEN_BRACE = 0x7b
 
-/** A single lookup's bytes found by its version's rowid, and their ETag when the catalog has it (versions.body_etag). */
+/** A single lookup's bytes as SQL found them, and their ETag when the catalog stored it (versions.body_etag). */
 export interface RowidLookup {
   body: Buffer
   etag: string | undefined

@@ -34,6 +34,7 @@ import {
   findSingleLookupsByRowids,
   findUpdatesByHashes,
   type HashLookup,
+  type RowidLookup,
   type VersionFilters,
 } from '../versions-query.ts'
 import type { Route, RouteInput } from './index.ts'
@@ -262,14 +263,14 @@ function dataOf(body: Body, releaseId: string, what: string): Uint8Array {
  * whose JSON holds the hash being its single lookup (the candidates come newest first). A catalog
  * without the index finds them through the files' hash indexes (findSingleLookupsByHashes).
  */
-async function findSingleLookups(release: Release, hashes: readonly string[]): Promise<Map<string, { body: Buffer; etag: string | undefined }>> {
+async function findSingleLookups(release: Release, hashes: readonly string[]): Promise<Map<string, RowidLookup>> {
   const index = release.hashIndex
   if (index === undefined) {
     return new Map((await findSingleLookupsByHashes(release.db, hashes, release.filesVersionRowid)).map((m) => [m.hash, { body: m.body, etag: undefined }]))
   }
   const candidates = candidatesOfHashes(index, hashes)
   const rowids = [...new Set(candidates.flat())]
-  const found = new Map<string, { body: Buffer; etag: string | undefined }>()
+  const found = new Map<string, RowidLookup>()
   if (rowids.length === 0) return found
   const versions = await findSingleLookupsByRowids(release.db, rowids, release.versionsBodyEtag)
   for (const [i, hash] of hashes.entries()) {
