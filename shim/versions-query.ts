@@ -153,9 +153,9 @@ export interface RowidLookup {
  * `<rowid><ETag>{"data":<Version>}` (the ETag the build stored, `"<hex>-<hex>"`; none when
  * `bodyEtag` is false: a catalog built before versions.body_etag), apart by NUL bytes; each body a
  * view of it. The rows are read in rowid order (SQLite sorts the `IN` list), each once however many
- * of the hashes it holds. At the large catalog, with the cache off, about 40% of the CPU of finding
- * the versions through the files' hash indexes; with the stored ETag no body is hashed on the event
- * loop (bench/results/PROFILE.md, Session 24).
+ * of the hashes it holds. At the large catalog, with the cache off, the query alone took a little
+ * over half the CPU of finding the versions through the files' hash indexes; with the stored ETag
+ * no body is hashed on the event loop (bench/results/PROFILE.md, Session 24).
  */
 export async function findSingleLookupsByRowids(db: Db, rowids: readonly number[], bodyEtag: boolean): Promise<Map<number, RowidLookup>> {
   const [row] = await db.all<{ records: Buffer | null }>(bodyEtag ? LOOKUPS_BY_ROWID_SQL : LOOKUPS_BY_ROWID_NO_ETAG_SQL, { $rowids: JSON.stringify(rowids) })
