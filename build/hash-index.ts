@@ -47,36 +47,9 @@ function hexDigits(hash: string, at: number, count: number): number {
   return value
 }
 
-/** The first entry of `hash`'s prefix, or -1 when the index holds none (the hash is no file of the catalog). */
-export function firstCandidate(index: HashIndex, hash: string): number {
-  const bucket = hexDigits(hash, 0, 4)
-  const key = hexDigits(hash, 4, 4)
-  const { keys } = index
-  let lo = index.buckets[bucket]!
-  const end = index.buckets[bucket + 1]!
-  let hi = end
-  // The first entry whose key is not below `key`.
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (keys[mid]! < key) lo = mid + 1
-    else hi = mid
-  }
-  return lo < end && keys[lo] === key ? lo : -1
-}
-
-/** The version rowids of `hash`'s candidates, newest first; none when the hash is no file of the catalog. */
-export function candidateRowids(index: HashIndex, hash: string): number[] {
-  const first = firstCandidate(index, hash)
-  if (first < 0) return []
-  const { keys, rowids } = index
-  const out = [rowids[first]!]
-  const end = index.buckets[hexDigits(hash, 0, 4) + 1]!
-  for (let i = first + 1; i < end && keys[i] === keys[first]; i++) out.push(rowids[i]!)
-  return out
-}
-
 /**
- * firstCandidate of each hash, in order (-1 for none). The buckets of all the hashes are read first,
+ * The first entry of each hash's prefix, in order, or -1 when the index holds none (the hash is no
+ * file of the catalog). The buckets of all the hashes are read first,
  * in a loop of loads that do not wait on one another, so the processor fetches them from memory
  * together; the index is 14 MB at the large catalog, and each read of it is mostly a cache miss.
  */
@@ -108,7 +81,7 @@ function firstCandidates(index: HashIndex, hashes: readonly string[]): Int32Arra
   return out
 }
 
-/** candidateRowids of each hash, in order (firstCandidates). */
+/** The version rowids of each hash's candidates, newest first, in order; none for a hash that is no file of the catalog. */
 export function candidatesOfHashes(index: HashIndex, hashes: readonly string[]): number[][] {
   const { keys, rowids } = index
   const firsts = firstCandidates(index, hashes)
@@ -125,15 +98,20 @@ export function candidatesOfHashes(index: HashIndex, hashes: readonly string[]):
   return out
 }
 
-/** The hashes whose prefix the index holds, in order (firstCandidates): the others are no files of the catalog. */
+/** The hashes whose prefix the index holds, in order: the others are no files of the catalog. */
 export function possiblyKnownHashes(index: HashIndex, hashes: readonly string[]): string[] {
   const firsts = firstCandidates(index, hashes)
   return hashes.filter((_, i) => firsts[i]! >= 0)
 }
 
+/** The version rowids of `hash`'s candidates, newest first (candidatesOfHashes of one hash). */
+export function candidateRowids(index: HashIndex, hash: string): number[] {
+  return candidatesOfHashes(index, [hash])[0]!
+}
+
 /** Whether the index holds `hash`'s prefix: false only for a hash that is no file of the catalog. */
 export function mayBeKnown(index: HashIndex, hash: string): boolean {
-  return firstCandidate(index, hash) >= 0
+  return firstCandidates(index, [hash])[0]! >= 0
 }
 
 /**

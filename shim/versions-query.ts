@@ -162,10 +162,14 @@ export async function findSingleLookupsByRowids(db: Db, rowids: readonly number[
   return splitRowidRecords(row?.records ?? null)
 }
 
-const LOOKUPS_BY_ROWID_SQL = `SELECT CAST(group_concat(v.rowid || coalesce(v.body_etag, '') || '{"data":' || v.json || '}', char(0)) AS BLOB) AS records
-  FROM versions v WHERE v.rowid IN (SELECT value FROM json_each($rowids))`
-const LOOKUPS_BY_ROWID_NO_ETAG_SQL = `SELECT CAST(group_concat(v.rowid || '{"data":' || v.json || '}', char(0)) AS BLOB) AS records
-  FROM versions v WHERE v.rowid IN (SELECT value FROM json_each($rowids))`
+/** findSingleLookupsByRowids' query, each record starting with the rowid and then `etag`. */
+function lookupsByRowidSql(etag: string): string {
+  return `SELECT CAST(group_concat(v.rowid || ${etag} || '{"data":' || v.json || '}', char(0)) AS BLOB) AS records
+    FROM versions v WHERE v.rowid IN (SELECT value FROM json_each($rowids))`
+}
+
+const LOOKUPS_BY_ROWID_SQL = lookupsByRowidSql(`coalesce(v.body_etag, '')`)
+const LOOKUPS_BY_ROWID_NO_ETAG_SQL = lookupsByRowidSql(`''`)
 
 const QUOTE = 0x22
 
