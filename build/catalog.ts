@@ -22,6 +22,7 @@ import {
 import type { Author } from './schema/api.ts'
 import type { SourceProject, SourceUser } from './schema/source.ts'
 import { createHashIndex, hashIndexRow } from './hash-index.ts'
+import { createVersionTargets } from './version-targets.ts'
 import { renderRawBody } from './render/body.ts'
 import { startSearchIndex } from './search-index.ts'
 
@@ -44,6 +45,7 @@ export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSe
   await writeReference(db)
   await writeVisibleRows(ctx, db)
   await writeHashIndex(db)
+  await writeVersionTargets(db)
   step('copied the visible versions, files and dependencies')
   const authors = await writeAuthors(db)
   const projects = await writeProjects(db, authors)
@@ -113,7 +115,7 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
   `)
 }
 
-/** Rows of files read at a time for the hash index (bounded memory at 1.2 M files). */
+/** Rows read at a time for the hash index and the version targets (bounded memory at 1.2 M files). */
 const INDEX_PAGE = 50_000
 
 /**
@@ -138,6 +140,25 @@ async function writeHashIndex(db: Db): Promise<void> {
   }
   const row = hashIndexRow(index.finish())
   await db.run(`INSERT INTO hash_index VALUES (?, ?, ?, ?)`, [row.buckets, row.keys, row.rowids, row.entries])
+}
+
+/**
+ * Stores what each version targets (build/version-targets.ts), read from the versions table in rowid
+ * pages; createVersionTargets checks the order update matching relies on.
+ */
+async function writeVersionTargets(db: Db): Promise<void> {
+  const targets = createVersionTargets()
+  for (let after = 0; ; ) {
+    const rows = await db.all<{ rowid: number; project_id: string; rank: number; channel: string; game_versions: string; platforms: string }>(
+      `SELECT rowid, project_id, rank, channel, game_versions, platforms FROM versions WHERE rowid > ? ORDER BY rowid LIMIT ${INDEX_PAGE}`,
+      [after],
+    )
+    for (const row of rows) targets.add({ rowid: row.rowid, projectId: row.project_id, rank: row.rank, channel: row.channel, gameVersions: row.game_versions, platforms: row.platforms })
+    if (rows.length < INDEX_PAGE) break
+    after = rows[rows.length - 1]!.rowid
+  }
+  const row = targets.finish()
+  await db.run(`INSERT INTO version_targets VALUES (?, ?, ?, ?, ?, ?, ?)`, [row.starts, row.targets, row.targetWidth, row.targetStarts, row.targetValues, row.valueWidth, row.valueNames])
 }
 
 async function writeAuthors(db: Db): Promise<Map<string, Author>> {

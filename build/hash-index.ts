@@ -27,6 +27,8 @@
  * - `rowids`: each entry's version rowid, as 32-bit numbers.
  */
 
+import { fromLittleEndian, littleEndian } from './little-endian.ts'
+
 /** Entries start where their first 16 bits say: 2^16 buckets, and one more offset for the end. */
 const BUCKETS = 65_536
 
@@ -161,30 +163,6 @@ export function createHashIndex(count: number): { add(hash: string, versionRowid
       return { buckets, keys: keys.slice(0, m), rowids: sorted.slice(0, m) }
     },
   }
-}
-
-/** Whether this machine stores numbers little-endian (typed arrays use its order). */
-const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
-
-/** A typed array's bytes, little-endian whatever the machine's order. */
-function littleEndian(values: Uint16Array | Uint32Array): Buffer {
-  const width = values.BYTES_PER_ELEMENT
-  const out = Buffer.allocUnsafe(values.length * width)
-  for (let i = 0; i < values.length; i++) {
-    if (width === 2) out.writeUInt16LE(values[i]!, i * 2)
-    else out.writeUInt32LE(values[i]!, i * 4)
-  }
-  return out
-}
-
-/** The numbers of a little-endian BLOB (a view of it when the machine's order and its alignment allow; else a copy). */
-function fromLittleEndian<T extends Uint16Array | Uint32Array>(bytes: Uint8Array, Type: { new (buffer: ArrayBuffer, offset: number, length: number): T; new (length: number): T; BYTES_PER_ELEMENT: number }): T {
-  const width = Type.BYTES_PER_ELEMENT
-  if (LITTLE_ENDIAN && bytes.byteOffset % width === 0) return new Type(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.length / width)
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length)
-  const out = new Type(bytes.length / width)
-  for (let i = 0; i < out.length; i++) out[i] = width === 2 ? view.getUint16(i * 2, true) : view.getUint32(i * 4, true)
-  return out
 }
 
 /** The row the catalog stores (`hash_index`): the three arrays as little-endian BLOBs, and the number of entries. */

@@ -7,6 +7,7 @@ import path from 'node:path'
 import { createDbPool, openDb, type Db } from '../build/db/sqlite.ts'
 import { readHashIndexRow, type HashIndex } from '../build/hash-index.ts'
 import { createBody } from '../build/render/body.ts'
+import { readVersionTargetsRow, type VersionTargets } from '../build/version-targets.ts'
 import type { StaticCache } from './static-cache.ts'
 
 /** An opened release. */
@@ -24,6 +25,12 @@ export interface Release {
    * catalog built before it had one (Session 24): every hash then goes to SQLite.
    */
   hashIndex?: HashIndex
+  /**
+   * What each version targets (build/version-targets.ts), held in memory for update matching;
+   * undefined for a catalog built before it had them (Session 25): update matching then walks the
+   * versions in SQLite.
+   */
+  versionTargets?: VersionTargets
   /** Whether its `files` rows carry their version's rowid (`version_rowid`); false for a catalog built before they did. */
   filesVersionRowid: boolean
   /** Whether its `versions` rows carry their body's ETag (`body_etag`); false for a catalog built before they did (Session 24). */
@@ -106,6 +113,15 @@ async function readHashIndex(db: Db, file: string): Promise<HashIndex | undefine
   return readHashIndexRow(row ?? { buckets: undefined, keys: undefined, rowids: undefined, entries: undefined }, file)
 }
 
+/** The catalog's version targets, or undefined when it has no `version_targets` table; a table without a sound row is refused. */
+async function readVersionTargets(db: Db, file: string): Promise<VersionTargets | undefined> {
+  const table = await db.get(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'version_targets'`)
+  if (!table) return undefined
+  const row = await db.get<Parameters<typeof readVersionTargetsRow>[0]>(`SELECT starts, targets, target_width, target_starts, target_values, value_width, value_names FROM version_targets`)
+  if (row === undefined) throw new Error(`${file}: its version_targets table has no row`)
+  return readVersionTargetsRow(row, file)
+}
+
 /** Whether the catalog's `files` table has `version_rowid` (catalogs built since Session 22). */
 async function hasFilesVersionRowid(db: Db): Promise<boolean> {
   return (await db.get(`SELECT 1 FROM pragma_table_info('files') WHERE name = 'version_rowid'`)) !== undefined
@@ -117,9 +133,12 @@ async function hasVersionsBodyEtag(db: Db): Promise<boolean> {
 }
 
 /** What a catalog has or lacks by the build that made it, read once at open, for a release or a snapshot alike. */
-async function readCatalogLayout(db: Db, file: string): Promise<Pick<Release, 'game' | 'hashIndex' | 'filesVersionRowid' | 'versionsBodyEtag'>> {
+async function readCatalogLayout(db: Db, file: string): Promise<Pick<Release, 'game' | 'hashIndex' | 'versionTargets' | 'filesVersionRowid' | 'versionsBodyEtag'>> {
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
-  return { game, hashIndex: await readHashIndex(db, file), filesVersionRowid: await hasFilesVersionRowid(db), versionsBodyEtag: await hasVersionsBodyEtag(db) }
+  const filesVersionRowid = await hasFilesVersionRowid(db)
+  // Update matching through the targets reads each file's version by files.version_rowid.
+  const versionTargets = filesVersionRowid ? await readVersionTargets(db, file) : undefined
+  return { game, hashIndex: await readHashIndex(db, file), versionTargets, filesVersionRowid, versionsBodyEtag: await hasVersionsBodyEtag(db) }
 }
 
 /** Real path of the release `current` points to, or null when there is none yet. */

@@ -106,8 +106,10 @@ CREATE TABLE files (
   sha1 TEXT,
   downloads INTEGER NOT NULL DEFAULT 0
 );
--- One row: every file's sha256 and sha1 by their first 48 bits, each with its version's rowid (build/hash-index.ts).
+-- One row: every file's sha256 and sha1 by their first 32 bits, each with its version's rowid (build/hash-index.ts).
 CREATE TABLE hash_index (buckets BLOB NOT NULL, keys BLOB NOT NULL, rowids BLOB NOT NULL, entries INTEGER NOT NULL);
+-- One row: each version's channel, game versions and platforms, for update matching (build/version-targets.ts).
+CREATE TABLE version_targets (starts BLOB NOT NULL, targets BLOB NOT NULL, target_width INTEGER NOT NULL, target_starts BLOB NOT NULL, target_values BLOB NOT NULL, value_width INTEGER NOT NULL, value_names TEXT NOT NULL);
 CREATE TABLE dependencies (
   version_id TEXT NOT NULL,
   position INTEGER NOT NULL,

@@ -22,6 +22,7 @@ import {
   versionFileUpdateQuerySchema,
 } from '../../build/schema/query.ts'
 import { candidatesOfHashes, hashHolder, possiblyKnownHashes } from '../../build/hash-index.ts'
+import { compileTargetFilter, newestMatching } from '../../build/version-targets.ts'
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
@@ -33,6 +34,8 @@ import {
   findSingleLookupsByHashes,
   findSingleLookupsByRowids,
   findUpdatesByHashes,
+  findVersionRowidsOfHashes,
+  findVersionsByRowids,
   type HashLookup,
   type RowidLookup,
   type VersionFilters,
@@ -297,15 +300,38 @@ function possiblyKnown(release: Release, hashes: readonly string[]): readonly st
 }
 
 /**
- * findUpdatesByHashes of the hashes the catalog's hash index does not rule out (possiblyKnown); no
+ * Update matching for the hashes the catalog's hash index does not rule out (possiblyKnown); no
  * query when it rules out all. The index's candidate versions are not used here: a hash's project
  * read from the version's row (to be checked against its JSON) cost more than from the covering
  * files_sha256 and files_sha1 indexes, about 1.7 against 1.4 ms of CPU a 100-hash update check at
  * the large catalog with the cache off (bench/results/PROFILE.md, Session 24).
+ *
+ * With the catalog's version targets (build/version-targets.ts), SQLite finds each file's version
+ * (findVersionRowidsOfHashes), the newest matching version of its project is picked in memory
+ * (newestMatching), and SQLite reads the JSON of those versions by rowid (findVersionsByRowids):
+ * the same answers as findUpdatesByHashes, which walks each project's versions in SQLite and is
+ * kept for catalogs built before the targets (test/version-targets.test.ts compares the two).
  */
 async function findUpdates(release: Release, hashes: readonly string[], filters: VersionFilters): Promise<HashLookup[]> {
-  const candidates = possiblyKnown(release, hashes)
-  return candidates.length === 0 ? [] : findUpdatesByHashes(release.db, candidates, filters)
+  const known = possiblyKnown(release, hashes)
+  if (known.length === 0) return []
+  const targets = release.versionTargets
+  if (targets === undefined) return findUpdatesByHashes(release.db, known, filters)
+  const owners = await findVersionRowidsOfHashes(release.db, known)
+  const filter = compileTargetFilter(targets, filters)
+  const newest = owners.map((rowid) => (rowid === 0 ? 0 : newestMatching(targets, filter, rowid)))
+  const rowids = [...new Set(newest.filter((rowid) => rowid !== 0))]
+  if (rowids.length === 0) return []
+  const versions = await findVersionsByRowids(release.db, rowids)
+  const found: HashLookup[] = []
+  for (const [i, hash] of known.entries()) {
+    const rowid = newest[i]!
+    if (rowid === 0) continue
+    const body = versions.get(rowid)
+    if (body === undefined) throw new Error(`release ${release.id}: the version targets name version rowid ${rowid}, which its catalog does not hold`)
+    found.push({ hash, body })
+  }
+  return found
 }
 
 /**
