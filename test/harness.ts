@@ -4,13 +4,15 @@
  * project of vitest.config.ts) real nginx runs in front of the shim with the generated front
  * configuration, and `origin`/`get` go through it: the same tests, through the production layout.
  */
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { createServer, request, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import os from 'node:os'
 import path from 'node:path'
 import { expect } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
 import type { BuildOptions } from '../build/context.ts'
+import { openDb } from '../build/db/sqlite.ts'
 import { runBuild } from '../build/index.ts'
 import { pointerSchema, type DiffCounts, type Pointer } from '../build/release/formats.ts'
 import { hashBytes, parseChanges, readGzipText, type Change } from '../build/release/manifest.ts'
@@ -266,4 +268,34 @@ export function requestFrom(origin: string, urlPath: string, localAddress: strin
     req.on('error', reject)
     req.end()
   })
+}
+
+/** A dist folder of one release holding a copy of `releaseDir`'s catalog, and a way to run SQL on that copy. */
+export interface CatalogCopy {
+  dir: string
+  catalog: string
+  edit(sql: string): Promise<void>
+}
+
+/** Runs `use` over a copy of a release's catalog in a dist folder of its own (dist/current), removed afterwards. */
+export async function withCatalogCopy(releaseDir: string, use: (copy: CatalogCopy) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'catalog-copy-'))
+  try {
+    const copyDir = path.join(dir, 'releases', '00000001')
+    mkdirSync(copyDir, { recursive: true })
+    const catalog = path.join(copyDir, 'catalog.sqlite')
+    copyFileSync(path.join(releaseDir, 'catalog.sqlite'), catalog)
+    symlinkSync('releases/00000001', path.join(dir, 'current'))
+    const edit = async (sql: string): Promise<void> => {
+      const db = await openDb(catalog)
+      try {
+        await db.exec(sql)
+      } finally {
+        await db.close()
+      }
+    }
+    await use({ dir, catalog, edit })
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }

@@ -5,16 +5,14 @@
  * as without it. Through the sample catalog's real build and a real server.
  */
 import { createHash } from 'node:crypto'
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs'
-import os from 'node:os'
+import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
-import { openDb } from '../build/db/sqlite.ts'
 import { candidateRowids, candidatesOfHashes, createHashIndex, hashHolder, hashIndexRow, mayBeKnown, possiblyKnownHashes, readHashIndexRow, type HashIndex } from '../build/hash-index.ts'
 import { renderRawBody } from '../build/render/body.ts'
 import { errorSchema } from '../build/schema/api.ts'
 import { openRelease } from '../shim/release.ts'
-import { json, startServer, type TestServer } from './harness.ts'
+import { json, startServer, withCatalogCopy, type TestServer } from './harness.ts'
 
 /** A hex string of `length` characters, fixed by `seed`. */
 function hexOf(seed: string, length: 40 | 64): string {
@@ -305,19 +303,8 @@ describe('the catalog\'s index in the shim', () => {
   })
 
   it('is left out for a catalog without one, and a malformed one is refused', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'hash-index-'))
-    try {
-      const releaseDir = path.join(dir, 'releases', '00000001')
-      mkdirSync(releaseDir, { recursive: true })
-      const catalog = path.join(releaseDir, 'catalog.sqlite')
-      copyFileSync(path.join(server.ctx.release.dir, 'catalog.sqlite'), catalog)
-      symlinkSync('releases/00000001', path.join(dir, 'current'))
+    await withCatalogCopy(server.ctx.release.dir, async ({ dir, catalog, edit }) => {
       const access = { connections: 1, mmapBytes: 0 }
-      const edit = async (sql: string): Promise<void> => {
-        const db = await openDb(catalog)
-        await db.exec(sql)
-        await db.close()
-      }
       const opened = await openRelease(dir, access)
       expect(Buffer.from(opened.hashIndex!.keys.buffer, opened.hashIndex!.keys.byteOffset, opened.hashIndex!.keys.byteLength)).toEqual(
         Buffer.from(server.ctx.release.hashIndex!.keys.buffer, server.ctx.release.hashIndex!.keys.byteOffset, server.ctx.release.hashIndex!.keys.byteLength),
@@ -332,8 +319,6 @@ describe('the catalog\'s index in the shim', () => {
       expect(release.hashIndex).toBeUndefined()
       expect(release.game).toBe(server.ctx.release.game)
       await release.db.close()
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
+    })
   })
 })

@@ -5,11 +5,7 @@
  * the SQL walk it replaces (findUpdatesByHashes), for every file of the sample catalog under every
  * filter its versions have. Through the sample catalog's real build and a real server.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
-import os from 'node:os'
-import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
-import { openDb } from '../build/db/sqlite.ts'
 import {
   compileTargetFilter,
   createVersionTargets,
@@ -21,7 +17,7 @@ import {
   type VersionTargetsRow,
 } from '../build/version-targets.ts'
 import { openRelease } from '../shim/release.ts'
-import { startServer, type TestServer } from './harness.ts'
+import { startServer, withCatalogCopy, type TestServer } from './harness.ts'
 
 /** A version as the reference sees it. */
 interface Version {
@@ -287,19 +283,8 @@ describe('update matching in the shim through the targets', () => {
   })
 
   it('are left out for a catalog without them, and a malformed row is refused', async () => {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'version-targets-'))
-    try {
-      const releaseDir = path.join(dir, 'releases', '00000001')
-      mkdirSync(releaseDir, { recursive: true })
-      const catalog = path.join(releaseDir, 'catalog.sqlite')
-      copyFileSync(path.join(server.ctx.release.dir, 'catalog.sqlite'), catalog)
-      symlinkSync('releases/00000001', path.join(dir, 'current'))
+    await withCatalogCopy(server.ctx.release.dir, async ({ dir, catalog, edit }) => {
       const access = { connections: 1, mmapBytes: 0 }
-      const edit = async (sql: string): Promise<void> => {
-        const db = await openDb(catalog)
-        await db.exec(sql)
-        await db.close()
-      }
       const opened = await openRelease(dir, access)
       expect(opened.versionTargets!.targets).toEqual(server.ctx.release.versionTargets!.targets)
       await opened.db.close()
@@ -311,8 +296,6 @@ describe('update matching in the shim through the targets', () => {
       const release = await openRelease(dir, access)
       expect(release.versionTargets).toBeUndefined()
       await release.db.close()
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
+    })
   })
 })
