@@ -119,25 +119,34 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
 const INDEX_PAGE = 50_000
 
 /**
+ * Calls `each` for every row of `sql`, a query of INDEX_PAGE rows in rowid order after the rowid
+ * bound to its `?`, page after page (the next page after the last row's rowid).
+ */
+async function forEachRowInPages<T>(db: Db, sql: string, each: (row: T & { rowid: number }) => void): Promise<void> {
+  for (let after = 0; ; ) {
+    const rows = await db.all<T & { rowid: number }>(sql, [after])
+    for (const row of rows) each(row)
+    if (rows.length < INDEX_PAGE) return
+    after = rows[rows.length - 1]!.rowid
+  }
+}
+
+/**
  * Stores the index of every file's hashes (build/hash-index.ts), read from the files table in pages:
  * each hash with its version's rowid and rank. About 2 s at the large catalog's 2.2 million hashes.
  */
 async function writeHashIndex(db: Db): Promise<void> {
   const { n } = (await db.get<{ n: number }>(`SELECT count(sha256) + count(sha1) AS n FROM files`))!
   const index = createHashIndex(n)
-  for (let after = 0; ; ) {
-    const rows = await db.all<{ rowid: number; sha256: string; sha1: string | null; version_rowid: number; rank: number }>(
-      `SELECT f.rowid, f.sha256, f.sha1, f.version_rowid, v.rank FROM files f JOIN versions v ON v.rowid = f.version_rowid
-       WHERE f.rowid > ? ORDER BY f.rowid LIMIT ${INDEX_PAGE}`,
-      [after],
-    )
-    for (const row of rows) {
+  await forEachRowInPages<{ sha256: string; sha1: string | null; version_rowid: number; rank: number }>(
+    db,
+    `SELECT f.rowid, f.sha256, f.sha1, f.version_rowid, v.rank FROM files f JOIN versions v ON v.rowid = f.version_rowid
+     WHERE f.rowid > ? ORDER BY f.rowid LIMIT ${INDEX_PAGE}`,
+    (row) => {
       index.add(row.sha256, row.version_rowid, row.rank)
       if (row.sha1 !== null) index.add(row.sha1, row.version_rowid, row.rank)
-    }
-    if (rows.length < INDEX_PAGE) break
-    after = rows[rows.length - 1]!.rowid
-  }
+    },
+  )
   const row = hashIndexRow(index.finish())
   await db.run(`INSERT INTO hash_index VALUES (?, ?, ?, ?)`, [row.buckets, row.keys, row.rowids, row.entries])
 }
@@ -148,15 +157,11 @@ async function writeHashIndex(db: Db): Promise<void> {
  */
 async function writeVersionTargets(db: Db): Promise<void> {
   const targets = createVersionTargets()
-  for (let after = 0; ; ) {
-    const rows = await db.all<{ rowid: number; project_id: string; rank: number; channel: string; game_versions: string; platforms: string }>(
-      `SELECT rowid, project_id, rank, channel, game_versions, platforms FROM versions WHERE rowid > ? ORDER BY rowid LIMIT ${INDEX_PAGE}`,
-      [after],
-    )
-    for (const row of rows) targets.add({ rowid: row.rowid, projectId: row.project_id, rank: row.rank, channel: row.channel, gameVersions: row.game_versions, platforms: row.platforms })
-    if (rows.length < INDEX_PAGE) break
-    after = rows[rows.length - 1]!.rowid
-  }
+  await forEachRowInPages<{ project_id: string; rank: number; channel: string; game_versions: string; platforms: string }>(
+    db,
+    `SELECT rowid, project_id, rank, channel, game_versions, platforms FROM versions WHERE rowid > ? ORDER BY rowid LIMIT ${INDEX_PAGE}`,
+    (row) => targets.add({ rowid: row.rowid, projectId: row.project_id, rank: row.rank, channel: row.channel, gameVersions: row.game_versions, platforms: row.platforms }),
+  )
   const row = targets.finish()
   await db.run(`INSERT INTO version_targets VALUES (?, ?, ?, ?, ?, ?, ?)`, [row.starts, row.targets, row.targetWidth, row.targetStarts, row.targetValues, row.valueWidth, row.valueNames])
 }

@@ -107,10 +107,10 @@ export function newestMatching(targets: VersionTargets, filter: TargetFilter, ve
   const project = projectOf(starts, versionRowid)
   if (project < 0) return 0
   const { wanted, required } = filter
+  if (required === 0) return starts[project]!
   const first = starts[0]!
   const end = starts[project + 1]!
   for (let rowid = starts[project]!; rowid < end; rowid++) {
-    if (required === 0) return rowid
     const target = of[rowid - first]!
     let found = 0
     for (let i = targetStarts[target]!, stop = targetStarts[target + 1]!; i < stop; i++) found |= wanted[targetValues[i]!]!
@@ -157,7 +157,7 @@ export function createVersionTargets(): { add(row: TargetRow): void; finish(): V
   }
   return {
     add(row) {
-      if (previous === undefined ? false : row.rowid !== previous.rowid + 1) throw refuse(row, `follows rowid ${previous!.rowid}`)
+      if (previous !== undefined && row.rowid !== previous.rowid + 1) throw refuse(row, `follows rowid ${previous.rowid}`)
       const sameProject = previous !== undefined && previous.projectId === row.projectId
       if (row.rank !== (sameProject ? previous!.rank + 1 : 0)) throw refuse(row, `has rank ${row.rank}`)
       if (!sameProject) starts.push(row.rowid)

@@ -5,13 +5,14 @@
  * so the list, hash lookups and update matching cannot disagree on what "newest" means.
  */
 import type { Db, SqlValue } from '../build/db/sqlite.ts'
+import type { TargetFilters } from '../build/version-targets.ts'
 
-/** Filters of a versions list or an update: each list matches any of its values; lists AND together. */
-export interface VersionFilters {
-  channel?: readonly string[] | undefined
-  gameVersion?: readonly string[] | undefined
-  platform?: readonly string[] | undefined
-}
+/**
+ * Filters of a versions list or an update: each list matches any of its values; lists AND together.
+ * The type the catalog's version targets answer too (build/version-targets.ts), so update matching
+ * reads the same filters in SQL and in memory.
+ */
+export type VersionFilters = TargetFilters
 
 /** One page of a project's versions: stored Version JSON of its items, and the exact total. */
 export interface VersionPage {
