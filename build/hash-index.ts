@@ -9,7 +9,10 @@
  * - a known hash's version is then read by its rowid, with no descent of the files' hash indexes.
  *   At the large catalog, with the shim's cache off, a 100-hash lookup made about 3.4 page reads a
  *   hash through files_sha256 or files_sha1 and versions; by rowid, about one
- *   (bench/results/PROFILE.md, Session 24).
+ *   (bench/results/PROFILE.md, Session 24);
+ * - update matching finds each candidate's project in the catalog's version targets
+ *   (build/version-targets.ts) and reads only the versions of the hashes that have an update
+ *   (Session 26).
  *
  * 32 bits name a hash, not prove it: two of the catalog's hashes share a prefix about n² / 2^33
  * times (about 600 pairs at the large catalog), and anyone can send a made-up hash with a real

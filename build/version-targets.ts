@@ -6,9 +6,11 @@
  * versions_project_rank, testing each row's JSON arrays: at the large catalog about 18 of a
  * project's 22 versions a hash (most projects have no version for the asked game version and
  * platform, so the walk reaches the end), over half the query's CPU. Here the walk is over a few
- * bytes a version held by the shim, and SQLite reads only the file's version (through the covering
- * files_sha256 or files_sha1 index) and then the JSON of the versions found, by rowid
- * (bench/results/PROFILE.md, Session 25).
+ * bytes a version held by the shim (bench/results/PROFILE.md, Session 25). With the catalog's hash
+ * index (build/hash-index.ts) giving each file's candidate versions, the shim knows every answer's
+ * rowid before SQLite reads anything, and then reads by rowid only the JSON of the hashes that have
+ * an answer, to check their candidates and to send (shim/routes/version-files.ts, findUpdates;
+ * Session 26).
  *
  * It relies on the catalog's order: the build inserts versions by project, newest first (rank 0),
  * so a project's versions are consecutive rowids in rank order; createVersionTargets refuses rows

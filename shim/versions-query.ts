@@ -242,26 +242,6 @@ export async function findUpdatesByHashes(db: Db, hashes: readonly string[], fil
 }
 
 /**
- * The rowid of a version holding each hash's file (any of them: the build rejects a file shared by
- * two projects, so all name one project), 0 for a hash of no file, in the request's order. Through
- * the covering files_sha256 or files_sha1 index, as OWNER_SQL: no row of `files` is read. For
- * update matching through the catalog's version targets (build/version-targets.ts); needs
- * `files.version_rowid`.
- */
-export async function findVersionRowidsOfHashes(db: Db, hashes: readonly string[]): Promise<number[]> {
-  const [row] = await db.all<{ rowids: string | null }>(
-    `SELECT group_concat(coalesce(CASE length(r.value)
-         WHEN 64 THEN (SELECT f.version_rowid FROM files f WHERE f.sha256 = r.value LIMIT 1)
-         WHEN 40 THEN (SELECT f.version_rowid FROM files f WHERE f.sha1 = r.value LIMIT 1) END, 0), ',' ORDER BY r.key) AS rowids
-     FROM json_each($hashes) r`,
-    { $hashes: JSON.stringify(hashes) },
-  )
-  const rowids = row?.rowids == null ? [] : row.rowids.split(',').map(Number)
-  if (rowids.length !== hashes.length) throw new Error(`the hashes' version rowids came back as ${rowids.length} for ${hashes.length} hashes`)
-  return rowids
-}
-
-/**
  * The stored Version JSON of the versions of these rowids, by rowid; a rowid of no version is left
  * out. One BLOB, as findSingleLookupsByRowids' (each record `<rowid><Version>`).
  */

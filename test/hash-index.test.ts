@@ -275,6 +275,11 @@ describe('the catalog\'s index in the shim', () => {
     cache.clear()
     const real = await ask(`/version-files?hashes=${a},${b}`)
     expect(Object.keys((JSON.parse(real.text) as { data: object }).data)).toEqual([a, b])
+    // Without filters every file's project has an update, its newest version: a and b are of two projects.
+    const updates = await ask(`/version-files/update?hashes=${a},${b}`)
+    const newest = (JSON.parse(updates.text) as { data: Record<string, { projectId: string }> }).data
+    expect(Object.keys(newest)).toEqual([a, b])
+    expect(newest[a]!.projectId).not.toBe(newest[b]!.projectId)
     cache.clear()
     expect(await ask(`/version-files?hashes=${a},${fakeA},${b},${fakeB}`)).toEqual(real)
     expect(await ask(`/version-files?hashes=${fakeA},${fakeB}`)).toEqual({ status: 200, text: '{"data":{}}', etag: expect.any(String) })
@@ -296,6 +301,11 @@ describe('the catalog\'s index in the shim', () => {
       expect(candidateRowids(release.hashIndex, a)).toEqual([rowB, rowA])
       cache.clear()
       expect(await ask(`/version-files?hashes=${a},${fakeA},${b}`)).toEqual(real)
+      // Update matching takes the same holder: `a`'s update is its own project's newest version, not
+      // b's, though b's project is the first candidate's; fakeA, held by neither, is left out.
+      cache.clear()
+      expect(await ask(`/version-files/update?hashes=${a},${fakeA},${b}`)).toEqual(updates)
+      expect(await ask(`/version-files/update?hashes=${fakeA}`)).toEqual({ status: 200, text: '{"data":{}}', etag: expect.any(String) })
     } finally {
       release.hashIndex = index
       cache.clear()

@@ -246,8 +246,12 @@ describe('update matching in the shim through the targets', () => {
     const targets = release.versionTargets
     let found = 0
     for (const filter of filters) {
-      for (let at = 0; at < known.length; at += 100) {
-        const url = `/version-files/update?hashes=${known.slice(at, at + 100).join(',')}${filter ? `&${filter}` : ''}`
+      for (let at = 0; at < known.length; at += 95) {
+        // With five made-up hashes that share a real file's 32-bit prefix: candidates of the hash
+        // index that hold no such file, left out by both paths.
+        const chunk = known.slice(at, at + 95)
+        const madeUp = chunk.slice(0, 5).map((h) => h.slice(0, 8) + [...h.slice(8)].reverse().join(''))
+        const url = `/version-files/update?hashes=${[...chunk, ...madeUp].join(',')}${filter ? `&${filter}` : ''}`
         const through = await ask(url)
         release.versionTargets = undefined
         try {
@@ -264,7 +268,7 @@ describe('update matching in the shim through the targets', () => {
     cache.clear()
   })
 
-  it('answers a single file\'s update as the bulk one does, with one query for its version and one for the answer', async () => {
+  it('answers a single file\'s update as the bulk one does, reading its candidate and answer in one query; none when no project meets the filter', async () => {
     const { cache, release } = server.ctx
     const filter = `gameVersion=${values.gameVersion[0]}`
     cache.clear()
@@ -275,7 +279,13 @@ describe('update matching in the shim through the targets', () => {
       cache.clear()
       const res = await server.get(`/version-files/${hash}/update?${filter}`)
       expect([res.status, await res.text()]).toEqual([200, JSON.stringify({ data: version })])
-      expect(queries.mock.calls.map((c) => String(c[0]).match(/FROM (json_each|versions)/)?.[1])).toEqual(['json_each', 'versions'])
+      expect(queries.mock.calls.map((c) => String(c[0]).match(/FROM (json_each|versions)/)?.[1])).toEqual(['versions'])
+      // A filter no version has: every hash's answer is none, known before anything is read.
+      queries.mockClear()
+      const none = await server.get(`/version-files/update?hashes=${known.slice(0, 100).join(',')}&gameVersion=0.0.1`)
+      expect([none.status, await none.text()]).toEqual([200, '{"data":{}}'])
+      expect((await server.get(`/version-files/${hash}/update?gameVersion=0.0.1`)).status).toBe(404)
+      expect(queries).not.toHaveBeenCalled()
     } finally {
       queries.mockRestore()
       cache.clear()

@@ -34,7 +34,6 @@ import {
   findSingleLookupsByHashes,
   findSingleLookupsByRowids,
   findUpdatesByHashes,
-  findVersionRowidsOfHashes,
   findVersionsByRowids,
   type HashLookup,
   type RowidLookup,
@@ -300,36 +299,66 @@ function possiblyKnown(release: Release, hashes: readonly string[]): readonly st
 }
 
 /**
- * Update matching for the hashes the catalog's hash index does not rule out (possiblyKnown); no
- * query when it rules out all. The index's candidate versions are not used here: a hash's project
- * read from the version's row (to be checked against its JSON) cost more than from the covering
- * files_sha256 and files_sha1 indexes, about 1.7 against 1.4 ms of CPU a 100-hash update check at
- * the large catalog with the cache off (bench/results/PROFILE.md, Session 24).
+ * Update matching: for each hash, the newest version of its file's project that matches the filters;
+ * left out when none does or the hash is no file of the catalog. Single and bulk update checks both
+ * come here, so they agree on every input.
  *
- * With the catalog's version targets (build/version-targets.ts), SQLite finds each file's version
- * (findVersionRowidsOfHashes), the newest matching version of its project is picked in memory
- * (newestMatching), and SQLite reads the JSON of those versions by rowid (findVersionsByRowids):
- * the same answers as findUpdatesByHashes, which walks each project's versions in SQLite and is
- * kept for catalogs built before the targets (test/version-targets.test.ts compares the two).
+ * With the catalog's hash index (build/hash-index.ts) and version targets (build/version-targets.ts),
+ * the answer is worked out in memory before anything is read, and at most one query reads JSON:
+ * 1. the index gives each hash's candidate versions (none: no file of the catalog);
+ * 2. for each candidate, the targets give the newest matching version of its project (newestMatching);
+ * 3. a hash none of whose candidates' projects has a matching version is left out: unread and
+ *    unchecked, as whichever candidate held it, the answer would be none. An update check whose
+ *    filters no project of its files meets runs no query at all;
+ * 4. for the others, one query reads by rowid the JSON of their candidates and of those newest
+ *    versions (findVersionsByRowids; most often the same row, when the installed file is the newest);
+ * 5. a hash takes the answer of its first candidate whose JSON holds it (hashHolder), as a hash
+ *    lookup does: a 32-bit prefix names candidates, it does not prove one. A made-up hash with a real
+ *    file's prefix is held by none, and left out.
+ *
+ * At the large catalog, finding each file's version through the covering files_sha256 and
+ * files_sha1 indexes (Session 25's first step) was about 300 µs of SQLite's CPU of a 100-hash check;
+ * most of the bench's checks find an update for about 13 of their hashes, and their rows are all
+ * this reads (bench/results/PROFILE.md, Session 26). The build rejects a file shared by two
+ * projects, so every version holding a hash is of one project, and which of them holds it does not
+ * change the answer. A catalog built before either table walks each project's versions in SQL
+ * (findUpdatesByHashes); test/version-targets.test.ts compares the two.
  */
 async function findUpdates(release: Release, hashes: readonly string[], filters: VersionFilters): Promise<HashLookup[]> {
-  const known = possiblyKnown(release, hashes)
-  if (known.length === 0) return []
+  const index = release.hashIndex
   const targets = release.versionTargets
-  if (targets === undefined) return findUpdatesByHashes(release.db, known, filters)
-  const owners = await findVersionRowidsOfHashes(release.db, known)
+  if (index === undefined || targets === undefined) {
+    const known = possiblyKnown(release, hashes)
+    return known.length === 0 ? [] : findUpdatesByHashes(release.db, known, filters)
+  }
+  const candidates = candidatesOfHashes(index, hashes)
   const filter = compileTargetFilter(targets, filters)
-  const newest = owners.map((rowid) => (rowid === 0 ? 0 : newestMatching(targets, filter, rowid)))
-  const rowids = [...new Set(newest.filter((rowid) => rowid !== 0))]
-  if (rowids.length === 0) return []
-  const versions = await findVersionsByRowids(release.db, rowids)
+  const newest = candidates.map((rowids) => rowids.map((rowid) => newestMatching(targets, filter, rowid)))
+  const wanted = new Set<number>()
+  const open: number[] = []
+  for (let i = 0; i < hashes.length; i++) {
+    const answers = newest[i]!
+    if (!answers.some((rowid) => rowid !== 0)) continue
+    open.push(i)
+    for (const rowid of candidates[i]!) wanted.add(rowid)
+    for (const rowid of answers) if (rowid !== 0) wanted.add(rowid)
+  }
+  if (open.length === 0) return []
+  const versions = await findVersionsByRowids(release.db, [...wanted])
   const found: HashLookup[] = []
-  for (const [i, hash] of known.entries()) {
-    const rowid = newest[i]!
-    if (rowid === 0) continue
-    const body = versions.get(rowid)
-    if (body === undefined) throw new Error(`release ${release.id}: the version targets name version rowid ${rowid}, which its catalog does not hold`)
-    found.push({ hash, body })
+  for (const i of open) {
+    const hash = hashes[i]!
+    const holder = hashHolder(hash)
+    const rowids = candidates[i]!
+    for (let c = 0; c < rowids.length; c++) {
+      if (versions.get(rowids[c]!)?.includes(holder, 0, 'latin1') !== true) continue
+      const rowid = newest[i]![c]!
+      if (rowid === 0) break
+      const body = versions.get(rowid)
+      if (body === undefined) throw new Error(`release ${release.id}: the version targets name version rowid ${rowid}, which its catalog does not hold`)
+      found.push({ hash, body })
+      break
+    }
   }
   return found
 }
