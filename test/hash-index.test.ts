@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest'
-import { candidateRowids, candidatesOfHashes, createHashIndex, hashHolder, hashIndexRow, mayBeKnown, possiblyKnownHashes, readHashIndexRow, type HashIndex } from '../build/hash-index.ts'
+import { candidateRowids, candidatesOfHashes, createHashIndex, hashHolder, hashIndexRow, holdsHash, mayBeKnown, possiblyKnownHashes, readHashIndexRow, type HashIndex } from '../build/hash-index.ts'
 import { renderRawBody } from '../build/render/body.ts'
 import { errorSchema } from '../build/schema/api.ts'
 import { openRelease } from '../shim/release.ts'
@@ -81,6 +81,28 @@ describe('the index', () => {
     expect(index.keys.length).toBe(4)
     expect(hashHolder(hash)).toBe(`"sha256":"${hash}"`)
     expect(hashHolder(sha1)).toBe(`"sha1":"${sha1}"`)
+  })
+
+  it('finds a hash\'s holder text exactly where a plain search of it does', () => {
+    const [a, b] = [hexOf('held a', 64), hexOf('held b', 40)]
+    const bodies = [
+      `{"data":{"files":[{"sha256":"${a}","sha1":"${b}"}]}}`,
+      // The hash as another member's value, in a string, under the other algorithm's key, cut short.
+      `{"data":{"versionNumber":"${a}","changelog":"\\"sha256\\":\\"${a}\\"","files":[{"sha1":"${a.slice(0, 40)}","sha256":"${a.slice(0, 63)}"}]}}`,
+      `{"data":{"id":"x","files":[{"sha256":"${b}${a.slice(40)}","sha1":"${b}"}]}}`,
+      `"sha256":"${a}"`,
+      `{"x":":\\"${a}\\"","sha256":"${a}"}`,
+      '',
+    ]
+    const hashes = [a, b, a.slice(0, 40), hexOf('other', 64)]
+    for (const body of bodies) {
+      const json = Buffer.from(body)
+      for (const hash of hashes) {
+        for (const from of [0, 8, 12]) expect(holdsHash(json, hash, from), `${body} ${hash} ${from}`).toBe(json.includes(hashHolder(hash), from, 'latin1'))
+      }
+    }
+    expect(holdsHash(Buffer.from(bodies[0]!), a, 0)).toBe(true)
+    expect(holdsHash(Buffer.from(bodies[1]!), a, 0)).toBe(false)
   })
 
   it('of no hashes rules out every hash', () => {

@@ -21,7 +21,7 @@ import {
   versionFilesUpdateQuerySchema,
   versionFileUpdateQuerySchema,
 } from '../../build/schema/query.ts'
-import { candidatesOfHashes, hashHolder, possiblyKnownHashes } from '../../build/hash-index.ts'
+import { candidatesOfHashes, holdsHash, possiblyKnownHashes } from '../../build/hash-index.ts'
 import { compileTargetFilter, newestMatching } from '../../build/version-targets.ts'
 import { mutableCacheControl } from '../app.ts'
 import { notFound, validationFailed } from '../errors.ts'
@@ -276,10 +276,9 @@ async function findSingleLookups(release: Release, hashes: readonly string[]): P
   if (rowids.length === 0) return found
   const versions = await findSingleLookupsByRowids(release.db, rowids, release.versionsBodyEtag)
   for (const [i, hash] of hashes.entries()) {
-    const holder = hashHolder(hash)
     for (const rowid of candidates[i]!) {
       const version = versions.get(rowid)
-      if (version !== undefined && version.body.includes(holder, DATA_PREFIX.length, 'latin1')) {
+      if (version !== undefined && holdsHash(version.body, hash, DATA_PREFIX.length)) {
         found.set(hash, version)
         break
       }
@@ -312,7 +311,7 @@ function possiblyKnown(release: Release, hashes: readonly string[]): readonly st
  *    filters no project of its files meets runs no query at all;
  * 4. for the others, one query reads by rowid the JSON of their candidates and of those newest
  *    versions (findVersionsByRowids; most often the same row, when the installed file is the newest);
- * 5. a hash takes the answer of its first candidate whose JSON holds it (hashHolder), as a hash
+ * 5. a hash takes the answer of its first candidate whose JSON holds it (holdsHash), as a hash
  *    lookup does: a 32-bit prefix names candidates, it does not prove one. A made-up hash with a real
  *    file's prefix is held by none, and left out.
  *
@@ -348,10 +347,10 @@ async function findUpdates(release: Release, hashes: readonly string[], filters:
   const found: HashLookup[] = []
   for (const i of open) {
     const hash = hashes[i]!
-    const holder = hashHolder(hash)
     const rowids = candidates[i]!
     for (let c = 0; c < rowids.length; c++) {
-      if (versions.get(rowids[c]!)?.includes(holder, 0, 'latin1') !== true) continue
+      const json = versions.get(rowids[c]!)
+      if (json === undefined || !holdsHash(json, hash, 0)) continue
       const rowid = newest[i]![c]!
       if (rowid === 0) break
       const body = versions.get(rowid)
