@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { connect } from 'node:net'
-import { SHIM_HEAP_MB_DEFAULT, SHIM_MALLOC_ARENA_MAX_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT, SHIM_V8_FLAGS } from '../shim/heap.ts'
+import { SHIM_HEAP_MB_DEFAULT, SHIM_INITIAL_OLD_SPACE_MB_DEFAULT, SHIM_MALLOC_ARENA_MAX_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT, SHIM_V8_FLAGS } from '../shim/heap.ts'
 import { renderFrontConfig } from '../shim/front-config.ts'
 import { listChildPids } from './proc.ts'
 
@@ -74,6 +74,11 @@ export function shimSemiSpaceMb(): string {
   return process.env.SHIM_SEMI_SPACE_MB ?? String(SHIM_SEMI_SPACE_MB_DEFAULT)
 }
 
+/** The old generation's first size as `npm run serve` sets it: SHIM_INITIAL_OLD_SPACE_MB, else its default. */
+export function shimInitialOldSpaceMb(): string {
+  return process.env.SHIM_INITIAL_OLD_SPACE_MB ?? String(SHIM_INITIAL_OLD_SPACE_MB_DEFAULT)
+}
+
 /** Starts the shim as `npm run serve` does, rate limit raised so the benchmark is not throttled. */
 export async function startShim(options: ShimStart): Promise<ServerHandle> {
   mkdirSync(options.workDir, { recursive: true })
@@ -97,6 +102,7 @@ export async function startShim(options: ShimStart): Promise<ServerHandle> {
   const heap = [
     ...(nodeArgs.some((a) => a.startsWith('--max-old-space-size')) ? [] : [`--max-old-space-size=${shimHeapMb()}`]),
     ...(nodeArgs.some((a) => a.startsWith('--max-semi-space-size')) ? [] : [`--max-semi-space-size=${shimSemiSpaceMb()}`]),
+    ...(nodeArgs.some((a) => a.startsWith('--initial-old-space-size')) ? [] : [`--initial-old-space-size=${shimInitialOldSpaceMb()}`]),
     ...SHIM_V8_FLAGS,
   ]
   const child = spawn(process.execPath, [...heap, ...nodeArgs, ...resolveEntryArgs(root, 'shim/cli.ts')], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] })

@@ -24,6 +24,20 @@ export const SHIM_HEAP_MB_DEFAULT = 224
 export const SHIM_SEMI_SPACE_MB_DEFAULT = 16
 
 /**
+ * The `--initial-old-space-size` (MB) of the serve script when SHIM_INITIAL_OLD_SPACE_MB is unset:
+ * the old generation may grow to this before V8's first full collection, and V8 keeps its limit at
+ * least this high after. With the static cache off, the shim's heap holds about 15 MB, and V8 set its
+ * limit a little above that. Every cache-off bulk lookup allocates its answer's 107 KB BLOB outside
+ * the heap, and those promoted while their request was in flight reached that limit about eight
+ * times a second. Each full collection stopped the event loop for 2–4 ms, which every request in
+ * flight waited out. At 64 MB the limit is not reached: at the large catalog, cache off, 32 in
+ * flight, 162 mark-compacts in 20 s became 4; p99 went from about 31 to about 20 ms, with about 12%
+ * more requests a second, for 22 MB more RSS (141 → 163 MB). At 32 MB nothing changed. With the
+ * static cache full, the heap is already past this size (bench/results/PROFILE.md, Session 26).
+ */
+export const SHIM_INITIAL_OLD_SPACE_MB_DEFAULT = 64
+
+/**
  * glibc's `MALLOC_ARENA_MAX` of the serve script when that variable is unset. glibc gives each
  * thread that allocates its own arena (up to eight per core), and the shim's threads all allocate:
  * SQLite's queries on libuv's threads, V8's helpers, the file reads. Each arena keeps what it freed

@@ -7,7 +7,15 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { checkHeapLimit, HEAP_HEADROOM_BYTES, SHIM_HEAP_MB_DEFAULT, SHIM_MALLOC_ARENA_MAX_DEFAULT, SHIM_SEMI_SPACE_MB_DEFAULT, SHIM_V8_FLAGS } from '../shim/heap.ts'
+import {
+  checkHeapLimit,
+  HEAP_HEADROOM_BYTES,
+  SHIM_HEAP_MB_DEFAULT,
+  SHIM_INITIAL_OLD_SPACE_MB_DEFAULT,
+  SHIM_MALLOC_ARENA_MAX_DEFAULT,
+  SHIM_SEMI_SPACE_MB_DEFAULT,
+  SHIM_V8_FLAGS,
+} from '../shim/heap.ts'
 import { KEYS_PER_FILTER } from '../shim/doorkeeper.ts'
 import { createFrequencySketch, keyHash } from '../shim/frequency-sketch.ts'
 import { answerCacheKey, createStaticCache, ENTRY_OVERHEAD_BYTES, type StaticCache } from '../shim/static-cache.ts'
@@ -261,7 +269,7 @@ describe('heap limit', () => {
   it('npm run serve sets the default heap limit the shim (and the benchmark) assume, enough for the default cache', () => {
     const scripts = (JSON.parse(readFileSync('package.json', 'utf8')) as { scripts: Record<string, string> }).scripts
     expect(scripts.serve).toContain(
-      `MALLOC_ARENA_MAX=\${MALLOC_ARENA_MAX:-${SHIM_MALLOC_ARENA_MAX_DEFAULT}} node --max-old-space-size=\${SHIM_HEAP_MB:-${SHIM_HEAP_MB_DEFAULT}} --max-semi-space-size=\${SHIM_SEMI_SPACE_MB:-${SHIM_SEMI_SPACE_MB_DEFAULT}} ${SHIM_V8_FLAGS.join(' ')} .out/shim/cli.js`,
+      `MALLOC_ARENA_MAX=\${MALLOC_ARENA_MAX:-${SHIM_MALLOC_ARENA_MAX_DEFAULT}} node --max-old-space-size=\${SHIM_HEAP_MB:-${SHIM_HEAP_MB_DEFAULT}} --max-semi-space-size=\${SHIM_SEMI_SPACE_MB:-${SHIM_SEMI_SPACE_MB_DEFAULT}} --initial-old-space-size=\${SHIM_INITIAL_OLD_SPACE_MB:-${SHIM_INITIAL_OLD_SPACE_MB_DEFAULT}} ${SHIM_V8_FLAGS.join(' ')} .out/shim/cli.js`,
     )
     expect(checkHeapLimit(128 * MB, SHIM_HEAP_MB_DEFAULT * MB)).toBeNull()
   })
