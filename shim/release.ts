@@ -26,9 +26,9 @@ export interface Release {
    */
   hashIndex?: HashIndex
   /**
-   * What each version targets (build/version-targets.ts), held in memory for update matching;
-   * undefined for a catalog built before it had them (Session 25): update matching then walks the
-   * versions in SQLite.
+   * What each version targets (build/version-targets.ts), held in memory for update matching with
+   * the hash index; undefined for a catalog built before it had them (Session 25): update matching
+   * then walks the versions in SQLite.
    */
   versionTargets?: VersionTargets
   /** Whether its `files` rows carry their version's rowid (`version_rowid`); false for a catalog built before they did. */
@@ -135,10 +135,13 @@ async function hasVersionsBodyEtag(db: Db): Promise<boolean> {
 /** What a catalog has or lacks by the build that made it, read once at open, for a release or a snapshot alike. */
 async function readCatalogLayout(db: Db, file: string): Promise<Pick<Release, 'game' | 'hashIndex' | 'versionTargets' | 'filesVersionRowid' | 'versionsBodyEtag'>> {
   const game = (await db.get<{ value: string }>(`SELECT value FROM meta WHERE key = 'game'`))!.value
-  const filesVersionRowid = await hasFilesVersionRowid(db)
-  // Update matching through the targets reads each file's version by files.version_rowid.
-  const versionTargets = filesVersionRowid ? await readVersionTargets(db, file) : undefined
-  return { game, hashIndex: await readHashIndex(db, file), versionTargets, filesVersionRowid, versionsBodyEtag: await hasVersionsBodyEtag(db) }
+  return {
+    game,
+    hashIndex: await readHashIndex(db, file),
+    versionTargets: await readVersionTargets(db, file),
+    filesVersionRowid: await hasFilesVersionRowid(db),
+    versionsBodyEtag: await hasVersionsBodyEtag(db),
+  }
 }
 
 /** Real path of the release `current` points to, or null when there is none yet. */

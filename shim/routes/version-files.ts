@@ -259,6 +259,20 @@ function dataOf(body: Body, releaseId: string, what: string): Uint8Array {
 }
 
 /**
+ * Which of a hash's candidate versions (the hash index's, newest first) holds it: the index in
+ * `rowids` of the first whose JSON (`jsonOf`, from byte `from` on) holds the hash's holder text, or
+ * -1 when none does (a made-up hash with a real file's prefix). The one rule of hash lookups and
+ * update matching alike (build/hash-index.ts).
+ */
+function firstHolder(rowids: readonly number[], jsonOf: (rowid: number) => Buffer | undefined, hash: string, from: number): number {
+  for (let c = 0; c < rowids.length; c++) {
+    const json = jsonOf(rowids[c]!)
+    if (json !== undefined && holdsHash(json, hash, from)) return c
+  }
+  return -1
+}
+
+/**
  * The single lookups `{"data":<Version>}` of these hashes, by hash; unknown hashes left out. Through
  * the catalog's hash index (build/hash-index.ts): a hash it holds no prefix of runs no query, and the
  * others' candidate versions are read by rowid in one batch (findSingleLookupsByRowids), the first
@@ -275,14 +289,11 @@ async function findSingleLookups(release: Release, hashes: readonly string[]): P
   const found = new Map<string, RowidLookup>()
   if (rowids.length === 0) return found
   const versions = await findSingleLookupsByRowids(release.db, rowids, release.versionsBodyEtag)
+  const bodyOf = (rowid: number): Buffer | undefined => versions.get(rowid)?.body
   for (const [i, hash] of hashes.entries()) {
-    for (const rowid of candidates[i]!) {
-      const version = versions.get(rowid)
-      if (version !== undefined && holdsHash(version.body, hash, DATA_PREFIX.length)) {
-        found.set(hash, version)
-        break
-      }
-    }
+    const rowids = candidates[i]!
+    const holder = firstHolder(rowids, bodyOf, hash, DATA_PREFIX.length)
+    if (holder >= 0) found.set(hash, versions.get(rowids[holder]!)!)
   }
   return found
 }
@@ -311,7 +322,7 @@ function possiblyKnown(release: Release, hashes: readonly string[]): readonly st
  *    filters no project of its files meets runs no query at all;
  * 4. for the others, one query reads by rowid the JSON of their candidates and of those newest
  *    versions (findVersionsByRowids; most often the same row, when the installed file is the newest);
- * 5. a hash takes the answer of its first candidate whose JSON holds it (holdsHash), as a hash
+ * 5. a hash takes the answer of its first candidate whose JSON holds it (firstHolder), as a hash
  *    lookup does: a 32-bit prefix names candidates, it does not prove one. A made-up hash with a real
  *    file's prefix is held by none, and left out.
  *
@@ -345,19 +356,15 @@ async function findUpdates(release: Release, hashes: readonly string[], filters:
   if (open.length === 0) return []
   const versions = await findVersionsByRowids(release.db, [...wanted])
   const found: HashLookup[] = []
+  const jsonOf = (rowid: number): Buffer | undefined => versions.get(rowid)
   for (const i of open) {
     const hash = hashes[i]!
-    const rowids = candidates[i]!
-    for (let c = 0; c < rowids.length; c++) {
-      const json = versions.get(rowids[c]!)
-      if (json === undefined || !holdsHash(json, hash, 0)) continue
-      const rowid = newest[i]![c]!
-      if (rowid === 0) break
-      const body = versions.get(rowid)
-      if (body === undefined) throw new Error(`release ${release.id}: the version targets name version rowid ${rowid}, which its catalog does not hold`)
-      found.push({ hash, body })
-      break
-    }
+    const holder = firstHolder(candidates[i]!, jsonOf, hash, 0)
+    const rowid = holder < 0 ? 0 : newest[i]![holder]!
+    if (rowid === 0) continue
+    const body = versions.get(rowid)
+    if (body === undefined) throw new Error(`release ${release.id}: the version targets name version rowid ${rowid}, which its catalog does not hold`)
+    found.push({ hash, body })
   }
   return found
 }
