@@ -7,77 +7,230 @@
  * 0, mode 0644 and no user names, and gzip's header without a time — the same data gives the same
  * bytes (the release's time is in release.json). Written by hand (60 lines) because node-tar 7.5's
  * pack stalled on this tree's hard links.
+ *
+ * The gzip is made of members, one per range of the body order: the entries whose body SHA-256
+ * starts with the same four hex digits (65,536 ranges; a body's names are all in its range, so a
+ * hard link always follows its target in the same member), then one member for the end-of-archive
+ * blocks. Concatenated gzip members are one gzip stream to gunzip, `tar -xzf`, Python's tarfile and
+ * Node's zlib, and the tar inside is the same bytes as one stream's. Each member depends only on
+ * its range's names and bodies, so a rebuild copies the compressed bytes of every range the change
+ * left alone from the previous release's archive (`previous`, with the member index written beside
+ * it, ARCHIVE_MEMBERS) and compresses only the others: the result is the same bytes as an archive
+ * written whole. A 1% change of the large catalog touches about one range in six.
  */
 import { createHash } from 'node:crypto'
-import { once } from 'node:events'
-import { createWriteStream, renameSync, rmSync } from 'node:fs'
-import { finished } from 'node:stream/promises'
-import { createGzip } from 'node:zlib'
+import { closeSync, existsSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import { gzip as gzipCallback, gzipSync } from 'node:zlib'
 import { contentMtime } from '../render/etag.ts'
 import { readBodyOrder } from './body-order.ts'
-import { openBodyReader, type BodyPackFiles } from './body-pack.ts'
+import { openBodyReader, writeAll, type BodyPackFiles } from './body-pack.ts'
 import type { FileHash } from './hash-file.ts'
 
+const gzip = promisify(gzipCallback)
+
+/** Release-relative member index of the release's archive (not served; read by the next build). */
+export const ARCHIVE_MEMBERS = 'archive-members.tsv'
+/** First field of the index's header line: what a member is. Another scheme is not reused. */
+const MEMBERS_FORMAT = 'tar.gz-members/1 range=sha256[0:4] gzip-level=1'
+/** Hex digits of the body SHA-256 that name a range. */
+const RANGE_DIGITS = 4
+/** Level 1: 2–3× faster than 6 on this tree (which is mostly tar headers) for an archive ≈ 25% larger. */
+const GZIP = { level: 1 }
+/** Members compressed on zlib's threads at once, ahead of the one being written. */
+const IN_FLIGHT = 3
+/** Output gathered before one writev. */
 const WRITE_CHUNK = 1 << 20
+
+/** The previous release's archive, whose unchanged members a rebuild copies. */
+export interface PreviousArchive {
+  /** The archive file. */
+  archive: string
+  /** Its member index (ARCHIVE_MEMBERS of its release). */
+  members: string
+  /** SHA-256 and size its release's pointer gives for it: the index must name the same. */
+  expected: FileHash
+}
+
+/** What writeArchive wrote: the archive's SHA-256 and size, and how many members it copied. */
+export interface WrittenArchive extends FileHash {
+  /** Members (ranges) in the archive, the end-of-archive member not counted. */
+  members: number
+  /** Of those, copied from the previous archive. */
+  reused: number
+  /** Why the previous archive was not used, when one was given and was not. */
+  notReused?: string
+}
+
+/** A member of the previous archive: the digest of its range's list and where its bytes are. */
+interface OldMember {
+  digest: string
+  offset: number
+  length: number
+}
 
 /**
  * Writes `target` holding `public/api` of the release, in the order of the list `orderFile`,
- * reading the bodies from `pack` (the build's body pack, body-pack.ts) or, when null, the tree.
- * Returns the archive's SHA-256 and size, hashed as its bytes go to the file (no second read).
+ * reading the bodies from `pack` (the build's body pack, body-pack.ts) or, when null, the tree, and
+ * copying the members `previous` has for unchanged ranges. Writes the member index beside the
+ * release (ARCHIVE_MEMBERS, after the archive). Returns the archive's SHA-256 and size, hashed as
+ * its bytes go to the file (no second read), and the count of members copied.
  */
-export async function writeArchive(releaseDir: string, orderFile: string, target: string, pack: BodyPackFiles | null = null): Promise<FileHash> {
+export async function writeArchive(
+  releaseDir: string,
+  orderFile: string,
+  target: string,
+  pack: BodyPackFiles | null = null,
+  previous: PreviousArchive | null = null,
+): Promise<WrittenArchive> {
   const tmp = `${target}.tmp`
-  // Level 1: 2–3× faster than 6 on this tree (which is mostly tar headers) for an archive ≈ 25% larger.
-  const gzip = createGzip({ level: 1 })
+  const indexFile = path.join(releaseDir, ARCHIVE_MEMBERS)
+  const old = previous ? readPreviousMembers(previous) : null
+  const oldFd = old && !('reason' in old) ? openSync(previous!.archive, 'r') : null
+  const oldMembers = old && !('reason' in old) ? old.members : null
+  const fd = openSync(tmp, 'w')
   const hash = createHash('sha256')
+  const index: string[] = []
   let size = 0
-  gzip.on('data', (chunk: Buffer) => {
-    hash.update(chunk)
-    size += chunk.length
-  })
-  const out = gzip.pipe(createWriteStream(tmp))
-  // Entries are a few hundred bytes: handed to gzip 1 MB at a time, not one stream write (and one
-  // zlib call) per 512-byte header. Same bytes out.
-  let queued: Buffer[] = []
-  let queuedBytes = 0
-  const flush = async (): Promise<void> => {
-    const chunk = Buffer.concat(queued, queuedBytes)
-    queued = []
-    queuedBytes = 0
-    if (!gzip.write(chunk)) await once(gzip, 'drain')
+  let members = 0
+  let reused = 0
+  let out: Buffer[] = []
+  let outBytes = 0
+  const flush = (): void => {
+    if (outBytes > 0) writeAll(fd, out, outBytes)
+    out = []
+    outBytes = 0
   }
-  const push = async (chunk: Buffer): Promise<void> => {
-    queued.push(chunk)
-    queuedBytes += chunk.length
-    if (queuedBytes >= WRITE_CHUNK) await flush()
+  const emit = (prefix: string | null, digest: string, member: Buffer): void => {
+    hash.update(member)
+    if (prefix !== null) index.push(`${prefix}\t${digest}\t${size}\t${member.length}\n`)
+    size += member.length
+    out.push(member)
+    outBytes += member.length
+    if (outBytes >= WRITE_CHUNK) flush()
+  }
+  // Members in archive order; the compression of the next ones runs on zlib's threads meanwhile.
+  const pending: { prefix: string; digest: string; member: Promise<Buffer> }[] = []
+  const drain = async (keep: number): Promise<void> => {
+    while (pending.length > keep) {
+      const next = pending.shift()!
+      emit(next.prefix, next.digest, await next.member)
+    }
   }
   const reader = openBodyReader(releaseDir, pack)
-  try {
-    let last: { sha256: string; name: string } | null = null
-    for await (const { name, sha256 } of readBodyOrder(orderFile)) {
-      const mtime = contentMtime(sha256)
-      if (last && last.sha256 === sha256) {
-        for (const b of entry(name, '1', 0, mtime, last.name)) await push(b)
-        continue
-      }
-      const body = await reader.read(name, sha256)
-      for (const b of entry(name, '0', body.length, mtime, '')) await push(b)
-      await push(body)
-      if (body.length % 512 !== 0) await push(Buffer.alloc(512 - (body.length % 512)))
-      last = { sha256, name }
+  let range: { prefix: string; entries: { name: string; sha256: string }[] } | null = null
+  const endRange = async (): Promise<void> => {
+    if (!range) return
+    const { prefix, entries } = range
+    range = null
+    members++
+    const digest = rangeDigest(entries)
+    const kept = oldMembers?.get(prefix)
+    if (kept && kept.digest === digest) {
+      reused++
+      pending.push({ prefix, digest, member: Promise.resolve(readRange(oldFd!, kept, previous!.archive)) })
+    } else {
+      const member = gzip(await rangeTar(entries, reader), GZIP)
+      // Handled here so a failure waits for drain() to throw it, not for Node to call it unhandled.
+      member.catch(() => {})
+      pending.push({ prefix, digest, member })
     }
-    await flush()
-    gzip.end(Buffer.alloc(1024))
-    await finished(out)
+    await drain(IN_FLIGHT)
+  }
+  try {
+    for await (const entry of readBodyOrder(orderFile)) {
+      const prefix = entry.sha256.slice(0, RANGE_DIGITS)
+      if (range && range.prefix !== prefix) await endRange()
+      if (!range) range = { prefix, entries: [] }
+      range.entries.push(entry)
+    }
+    await endRange()
+    await drain(0)
+    emit(null, '', gzipSync(Buffer.alloc(1024), GZIP))
+    flush()
   } catch (err) {
-    gzip.destroy()
+    closeSync(fd)
     rmSync(tmp, { force: true })
     throw err
   } finally {
     reader.close()
+    if (oldFd !== null) closeSync(oldFd)
   }
+  closeSync(fd)
   renameSync(tmp, target)
-  return { sha256: hash.digest('hex'), size }
+  const sha256 = hash.digest('hex')
+  // After the archive: an index is only ever next to the archive it describes (its header names it).
+  writeFileSync(`${indexFile}.tmp`, `${MEMBERS_FORMAT}\t${sha256}\t${size}\n${index.join('')}`)
+  renameSync(`${indexFile}.tmp`, indexFile)
+  const written: WrittenArchive = { sha256, size, members, reused }
+  if (old && 'reason' in old) written.notReused = old.reason
+  return written
+}
+
+/** One line for the build's log: how much of the previous archive a rebuild copied. */
+export function describeReuse(written: WrittenArchive): string {
+  if (written.notReused) return `the previous archive was not reused: ${written.notReused}`
+  return `${written.reused} of ${written.members} members copied from the previous archive`
+}
+
+/** The previous archive's members by range, or why they cannot be used. */
+function readPreviousMembers(previous: PreviousArchive): { members: Map<string, OldMember> } | { reason: string } {
+  if (!existsSync(previous.members)) return { reason: `no member index at ${previous.members}` }
+  if (!existsSync(previous.archive)) return { reason: `no archive at ${previous.archive}` }
+  const lines = readFileSync(previous.members, 'utf8').split('\n')
+  const [format, sha256, size] = lines[0]!.split('\t')
+  if (format !== MEMBERS_FORMAT) return { reason: `its member index is of another format (${format})` }
+  if (sha256 !== previous.expected.sha256 || Number(size) !== previous.expected.size) return { reason: `its member index describes another archive (${sha256})` }
+  if (statSync(previous.archive).size !== previous.expected.size) return { reason: `${previous.archive} is not the size its release gives` }
+  const members = new Map<string, OldMember>()
+  for (const line of lines.slice(1)) {
+    if (line === '') continue
+    const [prefix, digest, offset, length] = line.split('\t')
+    const member = { digest: digest!, offset: Number(offset), length: Number(length) }
+    if (!Number.isSafeInteger(member.offset) || !Number.isSafeInteger(member.length) || member.offset + member.length > previous.expected.size) {
+      return { reason: `its member index has a bad line: ${line.slice(0, 80)}` }
+    }
+    members.set(prefix!, member)
+  }
+  return { members }
+}
+
+/** What a range's member depends on: its names and their bodies' SHA-256, in order. */
+function rangeDigest(entries: { name: string; sha256: string }[]): string {
+  const h = createHash('sha256')
+  for (const e of entries) h.update(`${e.sha256}\t${e.name}\n`)
+  return h.digest('hex')
+}
+
+/** The compressed bytes of a member of the previous archive. */
+function readRange(fd: number, member: OldMember, file: string): Buffer {
+  const bytes = Buffer.allocUnsafe(member.length)
+  let done = 0
+  while (done < bytes.length) {
+    const n = readSync(fd, bytes, done, bytes.length - done, member.offset + done)
+    if (n === 0) throw new Error(`archive: ${file} ends inside the member at ${member.offset}`)
+    done += n
+  }
+  return bytes
+}
+
+/** The tar entries of one range: each body once, its other names as hard links to its first. */
+async function rangeTar(entries: { name: string; sha256: string }[], reader: ReturnType<typeof openBodyReader>): Promise<Buffer> {
+  const blocks: Buffer[] = []
+  let last: { sha256: string; name: string } | null = null
+  for (const { name, sha256 } of entries) {
+    const mtime = contentMtime(sha256)
+    if (last && last.sha256 === sha256) {
+      blocks.push(...entry(name, '1', 0, mtime, last.name))
+      continue
+    }
+    const body = await reader.read(name, sha256)
+    blocks.push(...entry(name, '0', body.length, mtime, ''), body)
+    if (body.length % 512 !== 0) blocks.push(Buffer.alloc(512 - (body.length % 512)))
+    last = { sha256, name }
+  }
+  return Buffer.concat(blocks)
 }
 
 /** Header blocks of one entry: a pax header first when a name does not fit ustar's 100 bytes. */

@@ -80,7 +80,7 @@ export function createBodyPackWriter(releaseDir: string): BodyPackWriter {
 }
 
 /** writev until every byte is written (a short write resumes where it stopped). */
-function writeAll(fd: number, chunks: Uint8Array[], total = chunks.reduce((n, c) => n + c.length, 0)): void {
+export function writeAll(fd: number, chunks: Uint8Array[], total = chunks.reduce((n, c) => n + c.length, 0)): void {
   let left = total
   let parts = chunks
   while (left > 0) {

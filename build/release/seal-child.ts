@@ -8,6 +8,7 @@
  */
 import { z } from 'zod'
 import { readPeakRssBytes } from '../cpu.ts'
+import type { PreviousArchive } from './archive.ts'
 import type { BodyPackFiles } from './body-pack.ts'
 import type { FileHash } from './hash-file.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
@@ -16,6 +17,8 @@ const usageSchema = z.object({
   maxRss: z.number(),
   cpuSeconds: z.number(),
   written: z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() }).optional(),
+  /** A line for the build's log about what was written (the archive: how many members it copied). */
+  note: z.string().optional(),
 })
 
 /** What a worker used, for the build's log, and the SHA-256 and size of what it wrote when it hashed it. */
@@ -25,8 +28,14 @@ export type SealWorkerUsage = z.infer<typeof usageSchema>
  * Writes the archive of `releaseDir` to `target` in a child process (writeArchive's arguments);
  * resolves with its usage and `written`, the archive's SHA-256 and size; rejects with its error output when it fails.
  */
-export function writeArchiveInChild(releaseDir: string, orderFile: string, target: string, pack: BodyPackFiles | null = null): Promise<SealWorkerUsage> {
-  const args = [releaseDir, orderFile, target, ...packArgs(pack)]
+export function writeArchiveInChild(
+  releaseDir: string,
+  orderFile: string,
+  target: string,
+  pack: BodyPackFiles | null = null,
+  previous: PreviousArchive | null = null,
+): Promise<SealWorkerUsage> {
+  const args = [releaseDir, orderFile, target, JSON.stringify({ pack, previous })]
   return runSealWorker(new URL('./archive-worker.ts', import.meta.url), args, `archive worker exited (%s); BUILD_ARCHIVE_WORKER=0 writes the archive in the build's own process`)
 }
 
@@ -72,11 +81,12 @@ function runSealWorker(entry: URL, args: string[], failure: string): Promise<Sea
 }
 
 /** The end of a worker's entry: reports its usage, or its error on stderr with a non-zero exit. */
-export async function runAsSealWorker(name: string, work: () => Promise<FileHash | void>): Promise<void> {
+export async function runAsSealWorker(name: string, work: () => Promise<(FileHash & { note?: string }) | void>): Promise<void> {
   try {
-    const written = (await work()) ?? undefined
+    const result = (await work()) ?? undefined
+    const written = result ? { sha256: result.sha256, size: result.size } : undefined
     const usage = process.resourceUsage()
-    process.send?.({ maxRss: readPeakRssBytes(), cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6, written } satisfies SealWorkerUsage)
+    process.send?.({ maxRss: readPeakRssBytes(), cpuSeconds: (usage.userCPUTime + usage.systemCPUTime) / 1e6, written, note: result?.note } satisfies SealWorkerUsage)
   } catch (err) {
     process.stderr.write(`${name}: ${String((err as Error).stack ?? err)}\n`)
     process.exitCode = 1

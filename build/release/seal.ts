@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { formatCpu } from '../cpu.ts'
-import { writeArchive } from './archive.ts'
+import { ARCHIVE_MEMBERS, describeReuse, writeArchive, type PreviousArchive } from './archive.ts'
 import { removeBodyOrder, writeBodyOrder, writePathOrder } from './body-order.ts'
 import { hasBodyPack, removeBodyPack, sortBodyPack } from './body-pack.ts'
 import { stampContentMtime } from './content-mtime.ts'
@@ -69,10 +69,14 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     return ref
   }
   /** Writes the snapshot or the archive in its worker process (logging what it used) or, when `inChild` is null, here; returns what was written's SHA-256 and size. */
-  const writeExtra = async (part: string, inChild: (() => Promise<SealWorkerUsage>) | null, here: () => Promise<FileHash>): Promise<FileHash> => {
-    if (!inChild) return here()
+  const writeExtra = async (part: string, inChild: (() => Promise<SealWorkerUsage>) | null, here: () => Promise<FileHash & { note?: string }>): Promise<FileHash> => {
+    if (!inChild) {
+      const written = await here()
+      if (written.note) input.log(`The ${part}: ${written.note}`)
+      return { sha256: written.sha256, size: written.size }
+    }
     const usage = await inChild()
-    input.log(`The ${part} worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB`)
+    input.log(`The ${part} worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${Math.round(usage.maxRss / 1e6)} MB${usage.note ? `; ${usage.note}` : ''}`)
     if (!usage.written) throw new Error(`the ${part} worker did not report the SHA-256 of the ${part}`)
     return usage.written
   }
@@ -135,15 +139,27 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     return ref
   })()
   const archiveTask = (async (): Promise<FileRef | null> => {
-    if (!input.options.archive) return null
+    if (!input.options.archive) {
+      // A recycled tree may hold its old release's member index, which describes no archive of this one.
+      rmSync(path.join(releaseDir, ARCHIVE_MEMBERS), { force: true })
+      return null
+    }
     const [bodyOrder, , pack] = await orders
     const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
     const target = path.join(releaseDir, name)
+    // The previous release's archive and member index: its unchanged members are copied, not compressed again.
+    const previous: PreviousArchive | null =
+      previousDir && before?.archive
+        ? { archive: path.join(previousDir, 'public', before.archive.path), members: path.join(previousDir, ARCHIVE_MEMBERS), expected: { sha256: before.archive.sha256, size: before.archive.size } }
+        : null
     // Hashed by writeArchive as it wrote; the size is checked again by seal().
     const written = await writeExtra(
       'archive',
-      input.options.archiveWorker ? () => writeArchiveInChild(releaseDir, bodyOrder!, target, pack) : null,
-      () => writeArchive(releaseDir, bodyOrder!, target, pack),
+      input.options.archiveWorker ? () => writeArchiveInChild(releaseDir, bodyOrder!, target, pack, previous) : null,
+      async () => {
+        const w = await writeArchive(releaseDir, bodyOrder!, target, pack, previous)
+        return { ...w, note: describeReuse(w) }
+      },
     )
     const ref = await seal(name, before?.archive, written)
     input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)

@@ -1,0 +1,135 @@
+/**
+ * The archive's gzip members (build/release/archive.ts): one per range of the body order, so a
+ * rebuild copies the members its change left alone from the previous release's archive. The copied
+ * archive must be the same bytes as one written whole, unpack to the same tree, and a member index
+ * that does not describe the previous archive must not be trusted.
+ */
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { gunzipSync } from 'node:zlib'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ARCHIVE_MEMBERS, writeArchive, type PreviousArchive } from '../build/release/archive.ts'
+import { removeBodyOrder, writeBodyOrder } from '../build/release/body-order.ts'
+import { writeArchiveInChild } from '../build/release/seal-child.ts'
+import { hashBytes } from '../build/release/manifest.ts'
+import { addSodiumVersion, buildRelease, copySampleData, editSummary, type BuiltRelease } from './harness.ts'
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'archive-members-'))
+const sha256Of = (file: string): string => hashBytes(readFileSync(file))
+let first: BuiltRelease
+let second: BuiltRelease
+let log: string[]
+let order: string
+
+beforeAll(async () => {
+  const data = copySampleData(path.join(root, 'src'))
+  const dist = path.join(root, 'dist')
+  first = await buildRelease(data, dist)
+  editSummary(data, 'sodium', 'Rendering engine, now with a changed summary')
+  addSodiumVersion(data)
+  log = []
+  second = await buildRelease(data, dist, { log: (line: string) => log.push(line) })
+  order = await writeBodyOrder(second.releaseDir)
+}, 120_000)
+
+afterAll(() => {
+  removeBodyOrder(order)
+  rmSync(root, { recursive: true, force: true })
+})
+
+const previousOf = (built: BuiltRelease): PreviousArchive => ({
+  archive: path.join(built.releaseDir, 'public', built.pointer.archive!.path),
+  members: path.join(built.releaseDir, ARCHIVE_MEMBERS),
+  expected: { sha256: built.pointer.archive!.sha256, size: built.pointer.archive!.size },
+})
+
+/** The member index of a release: its header fields and its lines. */
+function membersOf(releaseDir: string): { header: string[]; lines: string[][] } {
+  const [header, ...lines] = readFileSync(path.join(releaseDir, ARCHIVE_MEMBERS), 'utf8').trim().split('\n')
+  return { header: header!.split('\t'), lines: lines.map((l) => l.split('\t')) }
+}
+
+describe('archive members', () => {
+  it('the rebuild copied most members from the previous archive and published the bytes an archive written whole has', async () => {
+    const line = log.find((l) => /members copied from the previous archive/.test(l))
+    expect(line, log.join('\n')).toBeDefined()
+    const [, reused, members] = /(\d+) of (\d+) members copied/.exec(line!)!.map(Number)
+    // The change reaches a few bodies of the sample; every other range is copied.
+    expect(reused).toBeGreaterThan(0)
+    expect(reused).toBeLessThan(members!)
+    expect(members).toBe(membersOf(second.releaseDir).lines.length)
+
+    const whole = path.join(root, 'whole.tar.gz')
+    const written = await writeArchive(second.releaseDir, order, whole)
+    expect(written).toMatchObject({ sha256: second.pointer.archive!.sha256, size: second.pointer.archive!.size, reused: 0, members })
+    expect(sha256Of(whole)).toBe(second.pointer.archive!.sha256)
+    expect(sha256Of(path.join(second.releaseDir, 'public', second.pointer.archive!.path))).toBe(second.pointer.archive!.sha256)
+  })
+
+  it('indexes every member: one per range of four hex digits, in order, end to end, each a gzip of its entries', () => {
+    const archive = readFileSync(path.join(second.releaseDir, 'public', second.pointer.archive!.path))
+    const { header, lines } = membersOf(second.releaseDir)
+    expect(header.slice(1)).toEqual([second.pointer.archive!.sha256, String(second.pointer.archive!.size)])
+    const prefixes = lines.map((l) => l[0]!)
+    expect(prefixes.every((p) => /^[0-9a-f]{4}$/.test(p))).toBe(true)
+    expect([...prefixes].sort()).toEqual(prefixes)
+    expect(new Set(prefixes).size).toBe(prefixes.length)
+    let offset = 0
+    for (const [prefix, , at, length] of lines) {
+      expect(Number(at), prefix).toBe(offset)
+      const member = archive.subarray(offset, offset + Number(length))
+      expect(member.subarray(0, 2).toString('hex'), prefix).toBe('1f8b')
+      // Each member alone is a whole tar of its range: entries a multiple of 512 bytes, the bodies' SHA-256 starting with the prefix.
+      const tar = gunzipSync(member)
+      expect(tar.length % 512, prefix).toBe(0)
+      offset += Number(length)
+    }
+    // What follows the last indexed member is the end-of-archive member: 1024 zero bytes.
+    expect(gunzipSync(archive.subarray(offset))).toEqual(Buffer.alloc(1024))
+    // tar reads the members as one stream: every API name of the release, bodies as the manifest gives them.
+    const listing = execFileSync('tar', ['-tzf', path.join(second.releaseDir, 'public', second.pointer.archive!.path)]).toString().trim().split('\n')
+    const names = readFileSync(path.join(second.releaseDir, 'manifest.tsv'), 'utf8').trim().split('\n').map((l) => l.split('\t')[0]!).filter((n) => n.startsWith('public/api/'))
+    expect([...listing].sort()).toEqual([...names].sort())
+  })
+
+  it('unpacks into the release tree', () => {
+    const out = path.join(root, 'unpacked')
+    execFileSync('mkdir', ['-p', out])
+    execFileSync('tar', ['-xzf', path.join(second.releaseDir, 'public', second.pointer.archive!.path), '-C', out])
+    const manifest = readFileSync(path.join(second.releaseDir, 'manifest.tsv'), 'utf8').trim().split('\n').map((l) => l.split('\t') as [string, string])
+    for (const [name, sha256] of manifest.filter(([n]) => n.startsWith('public/api/'))) expect(sha256Of(path.join(out, name)), name).toBe(sha256)
+  })
+
+  it('copies members in the worker process too, to the same bytes', async () => {
+    const target = path.join(root, 'child.tar.gz')
+    const usage = await writeArchiveInChild(second.releaseDir, order, target, null, previousOf(first))
+    expect(usage.written).toEqual({ sha256: second.pointer.archive!.sha256, size: statSync(target).size })
+    expect(usage.note).toMatch(/^[1-9]\d* of \d+ members copied from the previous archive$/)
+  })
+
+  it('copies every member from an archive of the same tree, and none from one whose index does not describe it', async () => {
+    const same = await writeArchive(second.releaseDir, order, path.join(root, 'same.tar.gz'), null, previousOf(second))
+    expect(same).toMatchObject({ sha256: second.pointer.archive!.sha256, reused: membersOf(second.releaseDir).lines.length })
+    expect(same.notReused).toBeUndefined()
+
+    // An index whose header names another archive, or whose lines point past the end, is not used; the bytes are the same.
+    const index = readFileSync(path.join(first.releaseDir, ARCHIVE_MEMBERS), 'utf8')
+    const cases: [string, string, RegExp][] = [
+      ['other.tsv', index.replace(first.pointer.archive!.sha256, 'f'.repeat(64)), /describes another archive/],
+      ['format.tsv', index.replace(/^[^\t]+/, 'tar.gz-members/0'), /another format/],
+      // The last member's length made to run past the end of the archive.
+      ['bad.tsv', index.replace(/\t\d+\n$/, '\t99999999999\n'), /bad line/],
+    ]
+    for (const [file, text, reason] of cases) {
+      writeFileSync(path.join(root, file), text)
+      const w = await writeArchive(second.releaseDir, order, path.join(root, `from-${file}.tar.gz`), null, { ...previousOf(first), members: path.join(root, file) })
+      expect(w.notReused, file).toMatch(reason)
+      expect(w).toMatchObject({ sha256: second.pointer.archive!.sha256, reused: 0 })
+    }
+    const missing = await writeArchive(second.releaseDir, order, path.join(root, 'missing.tar.gz'), null, { ...previousOf(first), members: path.join(root, 'none.tsv') })
+    expect(missing.notReused).toMatch(/no member index/)
+    expect(missing.sha256).toBe(second.pointer.archive!.sha256)
+  })
+})
