@@ -39,7 +39,7 @@ export function renderBuildMarkdown(r: BuildResults): string {
   )
   row('names (files and links) in the release', (x) => fmt(x.files))
   row('distinct bodies / written by this build', (x) => `${fmt(x.bodies)} / ${fmt(x.bodiesWritten)}`)
-  row('source record files read by the load', (x) => (x.recordFilesRead === null || x.recordFilesRead === undefined ? 'all (no staging kept)' : `${fmt(x.recordFilesRead)} (staging kept)`))
+  row('source record files read by the load', (x) => (x.recordFilesRead === null || x.recordFilesRead === undefined ? 'all (no staging kept)' : `${fmt(x.recordFilesRead)} (staging kept${x.changedFilesNamed ? '; named by BUILD_CHANGED_FILES, the folder not listed' : ''})`))
   row('bytes of distinct bodies', (x) => `${fmt(x.bodyBytes / 1e6)} MB`)
   row('names per second (render phase)', (x) => fmt(x.filesPerSecond))
   row('changes vs the previous release', (x) => `${fmt(x.changes.added)} added, ${fmt(x.changes.changed)} changed, ${fmt(x.changes.removed)} removed`)

@@ -97,7 +97,7 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
   }
   const phases = readPhases(lines, wallSeconds)
   const written = /; (\d+) bodies written\)/.exec(lines.join('\n'))
-  const kept = /^Staging kept from the last build: read (\d+) changed record files$/m.exec(lines.join('\n'))
+  const kept = /^Staging kept from the last build: read (\d+) changed record files( \(of the \d+ BUILD_CHANGED_FILES names)?/m.exec(lines.join('\n'))
   return {
     kind: options.kind,
     wallSeconds,
@@ -113,6 +113,7 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
     bodyBytes: pointer.bytes,
     bodiesWritten: written ? Number(written[1]) : null,
     recordFilesRead: kept ? Number(kept[1]) : null,
+    changedFilesNamed: kept ? kept[2] !== undefined : false,
     changes: pointer.changes,
     filesPerSecond: phases.wall.render ? pointer.files / phases.wall.render : null,
     releaseDiskMb: measureDiskMb([releaseDir]),

@@ -45,6 +45,8 @@ export const buildRunSchema = z.object({
   bodiesWritten: z.number().nullable(),
   /** Source record files the load read: null when it read them all (no staging kept, build/staging-cache.ts); optional in results of older commits. */
   recordFilesRead: z.number().nullable().optional(),
+  /** Whether the load took the changed files from a list (BUILD_CHANGED_FILES) instead of listing the data folder; optional in results of older commits. */
+  changedFilesNamed: z.boolean().optional(),
   changes: z.object({ added: z.number(), changed: z.number(), removed: z.number(), unchanged: z.number() }),
   /** Names per second of the render phase (each a new file or hard link). */
   filesPerSecond: z.number().nullable(),

@@ -5,10 +5,12 @@
  * and rebuilds once more (release 3, written over release 1's tree: KEEP_RELEASES=2,
  * build/release/recycle.ts; `--skip-recycled` leaves it out), and writes
  * bench/results/build.{json,md} (`--out` changes the folder). `--source DIR` builds with another
- * checkout (before/after on the same catalog); `--render FILE` re-renders the Markdown.
+ * checkout (before/after on the same catalog); `--render FILE` re-renders the Markdown. The rebuilds
+ * are given the edit's record files as a changed-files list (BUILD_CHANGED_FILES); `--list-folder`
+ * makes them list the catalog folder to find them instead.
  */
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
@@ -34,6 +36,7 @@ const { values } = parseArgs({
     source: { type: 'string', default: ROOT },
     'skip-incremental': { type: 'boolean', default: false },
     'skip-recycled': { type: 'boolean', default: false },
+    'list-folder': { type: 'boolean', default: false },
     render: { type: 'string' },
   },
 })
@@ -82,18 +85,27 @@ const sourceFiles = countSourceFiles(catalogDir)
 saveResults()
 if (!values['skip-incremental']) {
   const percent = Number(values.mutate)
+  // The rebuilds are told which record files the edit rewrote (BUILD_CHANGED_FILES), as a publishing
+  // pipeline that knows its change would; --list-folder makes them list the catalog folder instead.
+  const changedList = path.join(os.tmpdir(), `bench-changed-files-${process.pid}.txt`)
+  const rebuildEnv = (files: string[]): Record<string, string> => {
+    if (values['list-folder']) return env
+    writeFileSync(changedList, files.join('\n') + '\n')
+    return { ...env, BUILD_CHANGED_FILES: changedList }
+  }
   const m = mutateCatalog({ dir: catalogDir, percent, seed: values.seed })
   mutation = { percent, seed: values.seed, editedProjects: m.editedProjects, editedVersions: m.editedVersions }
   log(`Edited ${m.editedProjects} projects and ${m.editedVersions} versions (${percent}%); incremental build:`)
-  runs.push(await runMeasuredBuild({ kind: 'incremental', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, env, log }))
+  runs.push(await runMeasuredBuild({ kind: 'incremental', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, env: rebuildEnv(m.files), log }))
   saveResults()
   if (!values['skip-recycled']) {
     // The same projects edited once more (one more follower, a later date, more downloads).
-    mutateCatalog({ dir: catalogDir, percent, seed: values.seed })
+    const again = mutateCatalog({ dir: catalogDir, percent, seed: values.seed })
     log(`Edited the same projects again; incremental build over release 1's tree:`)
-    runs.push(await runMeasuredBuild({ kind: 'recycled', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, env, log }))
+    runs.push(await runMeasuredBuild({ kind: 'recycled', dataDir: catalogDir, distDir, nodeArgs, sourceRoot, env: rebuildEnv(again.files), log }))
     saveResults()
   }
+  rmSync(changedList, { force: true })
 }
 
 function saveResults(): void {
@@ -133,7 +145,7 @@ function saveResults(): void {
       'The machine is shared (see the load average): wall times are noisy, CPU seconds steadier.',
       'Phases come from the build progress lines; catalog = staging indexes + validation + catalog database + search index.',
       'names per second = names (new files and hard links) of the release ÷ render phase seconds.',
-      'The incremental build runs on the edited catalog in the same dist: its load reads only the record files that changed, from the staging the full build kept (BUILD_STAGING_CACHE; all of them with BUILD_STAGING_CACHE=0 or before that existed); the rest is the same pipeline, and bodies already in the content store are linked, not written.',
+      'The incremental build runs on the edited catalog in the same dist: its load reads only the record files that changed, from the staging the full build kept (BUILD_STAGING_CACHE; all of them with BUILD_STAGING_CACHE=0 or before that existed); the rest is the same pipeline, and bodies already in the content store are linked, not written. Unless the run says otherwise above ("named by BUILD_CHANGED_FILES"), the load found the changed files by listing the catalog folder (1.15 M files); with the list (the default since Session 27; `--list-folder` turns it off) it stats only the files the edit rewrote.',
       'The builds run with KEEP_RELEASES=2. The recycled build (release 3, after the same projects are edited again) is written over the tree of release 1, the release it would otherwise remove once live (BUILD_RECYCLE, build/release/recycle.ts): its names are checked, not linked afresh, and nothing is removed after it is live. With the default KEEP_RELEASES=3 every build from the fourth on works that way; the first rebuild has no release to take over.',
     ],
   }

@@ -1,7 +1,9 @@
 /** Defaults of a build and their resolution from the environment (read only by build/cli.ts). */
 import path from 'node:path'
 import type { BuildOptions } from './context.ts'
-import { envInt, envSwitch } from './env.ts'
+import { ConfigError, envInt, envSwitch } from './env.ts'
+import { readChangedFiles, type NamedSource } from './list-sources.ts'
+import { recordPatterns } from './load-records.ts'
 import { resolveReleaseOptions } from './release/options.ts'
 
 /** Default build options. */
@@ -24,8 +26,9 @@ export function resolveBuildOptions(
 ): BuildOptions {
   const baseUrl = (overrides.baseUrl ?? env.BASE_URL ?? buildDefaults.baseUrl).replace(/\/+$/, '')
   const distDir = path.resolve(overrides.distDir ?? env.DIST_DIR ?? buildDefaults.distDir)
+  const dataDir = path.resolve(overrides.dataDir ?? env.DATA_DIR ?? buildDefaults.dataDir)
   return {
-    dataDir: path.resolve(overrides.dataDir ?? env.DATA_DIR ?? buildDefaults.dataDir),
+    dataDir,
     distDir,
     baseUrl,
     filesBaseUrl: (overrides.filesBaseUrl ?? env.FILES_BASE_URL ?? '/objects').replace(/\/+$/, ''),
@@ -35,8 +38,20 @@ export function resolveBuildOptions(
     loadWorkers: overrides.loadWorkers ?? envInt(env, 'BUILD_LOAD_WORKER', buildDefaults.loadWorkers, 0, 4),
     writeWorker: overrides.writeWorker ?? envSwitch(env, 'BUILD_WRITE_WORKER'),
     stagingCache: overrides.stagingCache ?? envSwitch(env, 'BUILD_STAGING_CACHE'),
+    changedFiles: overrides.changedFiles !== undefined ? overrides.changedFiles : changedFilesFrom(env, dataDir),
     recycle: overrides.recycle ?? envSwitch(env, 'BUILD_RECYCLE'),
     release: resolveReleaseOptions(overrides.release, env),
     log: overrides.log ?? ((line) => process.stderr.write(line + '\n')),
+  }
+}
+
+/** The record files BUILD_CHANGED_FILES names (list-sources.ts readChangedFiles), or null when unset. */
+function changedFilesFrom(env: Record<string, string | undefined>, dataDir: string): NamedSource[] | null {
+  const file = env.BUILD_CHANGED_FILES
+  if (file === undefined || file === '') return null
+  try {
+    return readChangedFiles(path.resolve(file), dataDir, recordPatterns)
+  } catch (err) {
+    throw new ConfigError(`BUILD_CHANGED_FILES: ${(err as Error).message}`)
   }
 }

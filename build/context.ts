@@ -2,6 +2,7 @@
  * The build context: resolved options, the problem list and the staging/catalog databases,
  * passed explicitly to every build step.
  */
+import type { NamedSource } from './list-sources.ts'
 import type { Db } from './db/sqlite.ts'
 import type { ReleaseOptions } from './release/options.ts'
 
@@ -27,6 +28,12 @@ export interface BuildOptions {
   writeWorker: boolean
   /** Keep staging between builds so a rebuild reads only changed source files (staging-cache.ts). */
   stagingCache: boolean
+  /**
+   * The record files changed since the last build, from BUILD_CHANGED_FILES (list-sources.ts
+   * readChangedFiles): with staging kept, the load looks at these alone instead of listing the
+   * data folder. null: the folder is listed.
+   */
+  changedFiles: NamedSource[] | null
   /** Start the release from the tree of a release this build would prune (release/recycle.ts). */
   recycle: boolean
   /** Snapshot, archive and feed retention of the release. */

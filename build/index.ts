@@ -62,7 +62,10 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   try {
     await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingPragmas} ${kept ? '' : stagingSchema}`)
     const { records: counts, filesRead } = await loadSource(ctx, kept)
-    if (kept) log(`Staging kept from the last build: read ${filesRead} changed record files`)
+    if (kept) {
+      const named = options.changedFiles ? ` (of the ${options.changedFiles.length} BUILD_CHANGED_FILES names; the data folder was not listed)` : ''
+      log(`Staging kept from the last build: read ${filesRead} changed record files${named}`)
+    } else if (options.changedFiles) log(`No staging kept from the last build: every record file was read (BUILD_CHANGED_FILES applies to a rebuild from kept staging)`)
     log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}`)
     // Progress inside the catalog phase, the build's longest single-threaded one: where a rebuild's
     // time goes (bench/results/BUILD-PROFILE.md).

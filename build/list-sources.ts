@@ -12,7 +12,7 @@
  * fast-glob does: `*` never matches `/` nor a leading dot, symlinks are followed, only files count.
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { statSync } from 'node:fs'
+import { existsSync, readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import fg from 'fast-glob'
 import { sourceSignature } from './staging-cache.ts'
@@ -130,4 +130,36 @@ export function statSignature(file: string): string | null {
   } catch {
     return null
   }
+}
+
+/** A record file named by a changed-files list: its kind's pattern index and its data-relative path. */
+export type NamedSource = [pattern: number, file: string]
+
+/**
+ * The record files a changed-files list names (BUILD_CHANGED_FILES, README "Configuration"): one
+ * path a line, relative to the data folder (`#` comments and blank lines skipped), as
+ * `git diff --name-only` prints them from the data folder. Each is kept with the index of the first
+ * of `patterns` it matches; a line naming an existing file no pattern matches (a blob: the load
+ * checks every blob anyway) is accepted and left out. Throws, naming the line, on a path that
+ * leaves the data folder, or that matches no pattern and names no file in it: most likely paths
+ * relative to another folder, which would otherwise read nothing and publish stale rows.
+ */
+export function readChangedFiles(listFile: string, dataDir: string, patterns: readonly string[]): NamedSource[] {
+  const matchers = patterns.map(patternRegExp)
+  const named = new Map<string, number>()
+  const lines = readFileSync(listFile, 'utf8').split('\n')
+  for (const [i, raw] of lines.entries()) {
+    const line = raw.replace(/\r$/, '').trim()
+    if (line === '' || line.startsWith('#')) continue
+    const where = `${listFile}:${i + 1}`
+    if (line.includes('\0') || path.posix.isAbsolute(line) || line.includes('\\')) throw new Error(`${where}: ${JSON.stringify(line)} is not a path relative to the data folder`)
+    const file = path.posix.normalize(line)
+    if (file === '..' || file.startsWith('../')) throw new Error(`${where}: ${JSON.stringify(line)} is outside the data folder`)
+    const kind = matchers.findIndex((m) => m.test(file))
+    if (kind !== -1) named.set(file, kind)
+    else if (!existsSync(path.join(dataDir, file))) {
+      throw new Error(`${where}: ${JSON.stringify(line)} is no record file and no file of ${dataDir} (paths are relative to the data folder)`)
+    }
+  }
+  return [...named].map(([file, kind]) => [kind, file])
 }

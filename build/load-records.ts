@@ -65,6 +65,9 @@ export const recordKinds = {
 /** Name of a record kind. */
 export type RecordKindName = keyof typeof recordKinds
 
+/** The record kinds' glob patterns, in load order (the order the listing's pattern indexes refer to). */
+export const recordPatterns: readonly string[] = Object.values(recordKinds).map((k) => k.pattern)
+
 /** Rows and problems of one chunk of record files, in file order. */
 export const recordChunkSchema = z.object({
   /** Serialised rows (JSON arrays) per staging table. */

@@ -24,6 +24,7 @@ import type { BuildContext } from './context.ts'
 import { addProblem } from './context.ts'
 import type { Db } from './db/sqlite.ts'
 import { listSources, statSignature } from './list-sources.ts'
+import { RACY } from './staging-cache.ts'
 import { createLoadPool, type LoadPool } from './load-pool.ts'
 import { parseRecordChunk, recordKinds, type RecordChunk, type RecordKindName } from './load-records.ts'
 
@@ -82,6 +83,8 @@ async function countRows(ctx: BuildContext, table: string): Promise<number> {
 /**
  * Lists every record file of the data folder with its stat signature into `temp.listed` (kind,
  * file, signature; list-sources.ts), in the order the folders are read: one walk for all kinds.
+ * With BUILD_CHANGED_FILES, no walk: staging's own files and signatures, with the named files'
+ * fresh ones (a named file that is gone is left out, so its rows are dropped).
  */
 async function listSourcesInto(ctx: BuildContext): Promise<void> {
   const { staging } = ctx
@@ -90,9 +93,27 @@ async function listSourcesInto(ctx: BuildContext): Promise<void> {
     DROP TABLE IF EXISTS temp.listed;
     CREATE TEMP TABLE listed (kind TEXT NOT NULL, file TEXT PRIMARY KEY, signature TEXT NOT NULL);
   `)
-  const listed = createBatcher(staging, 'temp.listed')
-  await listSources(ctx.options.dataDir, kinds.map((k) => recordKinds[k].pattern), ([i, file, signature]) => listed.add([kinds[i]!, file, signature]))
-  await listed.flush()
+  const named = ctx.options.changedFiles
+  if (named) {
+    // The files the publisher names as changed (BUILD_CHANGED_FILES): every other file is taken as
+    // listed with the signature staging has for it, so it counts as unchanged without a stat.
+    // A file stored as racy (changed just before the last build read it) is looked at as if named.
+    await staging.run(`INSERT INTO temp.listed (kind, file, signature) SELECT kind, file, signature FROM s_sources WHERE signature <> ?`, [RACY])
+    const racy = await staging.all<{ kind: RecordKindName; file: string }>(`SELECT kind, file FROM s_sources WHERE signature = ?`, [RACY])
+    const present: [string, string, string][] = []
+    const gone: string[] = []
+    for (const [kind, file] of [...named.map(([i, file]) => [kinds[i]!, file] as const), ...racy.map((r) => [r.kind, r.file] as const)]) {
+      const signature = statSignature(path.join(ctx.options.dataDir, file))
+      if (signature === null) gone.push(file)
+      else present.push([kind, file, signature])
+    }
+    await staging.run(`DELETE FROM temp.listed WHERE file IN (SELECT value FROM json_each(?))`, [JSON.stringify(gone)])
+    await staging.run(`INSERT OR REPLACE INTO temp.listed (kind, file, signature) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, [JSON.stringify(present)])
+  } else {
+    const listed = createBatcher(staging, 'temp.listed')
+    await listSources(ctx.options.dataDir, kinds.map((k) => recordKinds[k].pattern), ([i, file, signature]) => listed.add([kinds[i]!, file, signature]))
+    await listed.flush()
+  }
   await staging.exec(`CREATE INDEX temp.listed_kind ON listed(kind)`)
 }
 

@@ -54,6 +54,8 @@ describe('mutateCatalog', () => {
     expect(changed).toHaveLength(projectFiles.length + versionFiles.length)
     expect(projectFiles).toEqual(first.folders.map((f) => `projects/${f}/project.json`).sort())
     expect(versionFiles).toHaveLength(first.editedVersions)
+    // What it reports as rewritten is exactly what changed: a changed-files list for the rebuild (BUILD_CHANGED_FILES).
+    expect([...first.files].sort()).toEqual(changed)
     for (const folder of first.folders) {
       const old = readJson(path.join(sample, 'projects', folder, 'project.json'))
       const now = sourceProjectSchema.parse(readJson(path.join(a, 'projects', folder, 'project.json')))

@@ -10,6 +10,8 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
+import { ConfigError } from '../build/env.ts'
+import type { NamedSource } from '../build/list-sources.ts'
 import { runBuild } from '../build/index.ts'
 import { stagingCachePaths } from '../build/staging-cache.ts'
 import { addSodiumVersion, buildRelease, copySampleData, editSummary, readManifestOf, type BuiltRelease } from './harness.ts'
@@ -33,8 +35,8 @@ function published(built: BuiltRelease): unknown {
 }
 
 /** A version file no other version depends on by id (removing it leaves the catalog valid), in a project with others. */
-function removableVersion(): string {
-  const projects = path.join(data, 'projects')
+function removableVersion(dataDir = data): string {
+  const projects = path.join(dataDir, 'projects')
   const versions = readdirSync(projects).flatMap((p) =>
     readdirSync(path.join(projects, p, 'versions'))
       .filter((n) => n.endsWith('.json'))
@@ -134,5 +136,90 @@ describe('staging kept between builds', () => {
     expect(loadLine()).not.toContain('Staging kept')
     expect(published(again)).toEqual(published(other))
     expect(existsSync(cache.file) && existsSync(cache.key)).toBe(true)
+  })
+})
+
+describe('a changed-files list (BUILD_CHANGED_FILES)', () => {
+  const src = copySampleData(path.join(root, 'named'))
+  const namedDist = path.join(root, 'named/dist')
+  const listFile = path.join(root, 'named/changed.txt')
+  const run = (changedFiles: NamedSource[] | null, distDir = namedDist, stagingCache = true): Promise<BuiltRelease> => {
+    logs = []
+    return buildRelease(src, distDir, { stagingCache, changedFiles, log: (l) => logs.push(l) })
+  }
+  const named = (text: string): NamedSource[] | null => {
+    writeFileSync(listFile, text)
+    return resolveBuildOptions({ dataDir: src, distDir: namedDist }, { BUILD_CHANGED_FILES: listFile }).changedFiles
+  }
+
+  it('reads the files it names, without listing the data folder, and publishes the bytes of a full build', async () => {
+    await sleep(2100)
+    await run(null)
+    editSummary(src, 'sodium', 'Named in the changed-files list')
+    addSodiumVersion(src)
+    const removed = removableVersion(src)
+    const removedId = JSON.parse(readFileSync(removed, 'utf8')).id as string
+    rmSync(removed)
+    const list = named(
+      [
+        '# written by hand, as git diff --name-only would from the data folder',
+        'projects/sodium/project.json',
+        './projects/sodium/versions/0.5.12+mc1.21.json',
+        'projects/sodium/versions/0.5.12+mc1.21/sodium-fabric-0.5.12+mc1.21.jar',
+        path.relative(src, removed),
+        'projects/sodium/project.json',
+        '',
+      ].join('\r\n'),
+    )
+    // Aged past the racy window, so the next build stores their signatures and the one after reads only what it is told to.
+    await sleep(2100)
+    // Record files once each, with their kind's pattern; the blob is accepted and left out (the load checks blobs itself).
+    expect(list).toEqual([
+      [5, 'projects/sodium/project.json'],
+      [6, 'projects/sodium/versions/0.5.12+mc1.21.json'],
+      [6, path.relative(src, removed)],
+    ])
+    const rebuilt = await run(list)
+    expect(loadLine()).toContain('Staging kept from the last build: read 2 changed record files (of the 3 BUILD_CHANGED_FILES names; the data folder was not listed)')
+    const full = await run(null, path.join(root, 'named/dist-full'), false)
+    expect(published(rebuilt)).toEqual(published(full))
+    const names = [...readManifestOf(rebuilt.releaseDir).keys()]
+    expect(names.some((n) => n.includes('Zz9Yy8Xx'))).toBe(true)
+    expect(names.some((n) => n.includes(removedId))).toBe(false)
+
+    // The list is trusted: an edit it does not name is not seen until a build that lists the folder.
+    const users = path.join(src, 'users')
+    const [someUser] = readdirSync(users).sort()
+    const user = JSON.parse(readFileSync(path.join(users, someUser!), 'utf8'))
+    writeFileSync(path.join(users, someUser!), JSON.stringify({ ...user, name: 'Renamed, not named' }))
+    const profile = (built: BuiltRelease): string => readFileSync(path.join(built.releaseDir, `public/api/v1/users/${user.username}.json`), 'utf8')
+    const unnamed = await run(named(''))
+    expect(loadLine()).toContain('read 0 changed record files (of the 0 BUILD_CHANGED_FILES names')
+    expect(profile(unnamed)).not.toContain('Renamed, not named')
+    const listedAgain = await run(null)
+    expect(loadLine()).toContain('read 1 changed record files\n')
+    expect(profile(listedAgain)).toContain('Renamed, not named')
+  })
+
+  it('refuses a list whose paths are not relative to the data folder, naming the line', () => {
+    const refused = (text: string): string => {
+      try {
+        named(text)
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError)
+        return (err as Error).message
+      }
+      throw new Error(`accepted ${JSON.stringify(text)}`)
+    }
+    expect(refused('projects/sodium/project.json\n/etc/passwd\n')).toBe(`BUILD_CHANGED_FILES: ${listFile}:2: "/etc/passwd" is not a path relative to the data folder`)
+    expect(refused('../data/catalog.json')).toMatch(/:1: "..\/data\/catalog.json" is outside the data folder$/)
+    expect(refused('projects\\sodium\\project.json')).toMatch(/:1: .* is not a path relative to the data folder$/)
+    // Paths from the repository's root instead of the data folder's: they name nothing, and would re-read nothing.
+    expect(refused('data/projects/sodium/project.json')).toMatch(/:1: "data\/projects\/sodium\/project.json" is no record file and no file of /)
+    rmSync(listFile)
+    expect(refused.bind(null, '')).toBeDefined()
+    expect(() => resolveBuildOptions({ dataDir: src, distDir: namedDist }, { BUILD_CHANGED_FILES: listFile })).toThrow(/^BUILD_CHANGED_FILES: ENOENT/)
+    // Unset or empty: the folder is listed.
+    expect(resolveBuildOptions({ dataDir: src }, { BUILD_CHANGED_FILES: '' }).changedFiles).toBeNull()
   })
 })

@@ -31,6 +31,8 @@ export interface MutateSummary {
   editedVersions: number
   /** Folders of the edited projects, in the order chosen. */
   folders: string[]
+  /** The record files rewritten, relative to the catalog folder (a changed-files list: BUILD_CHANGED_FILES). */
+  files: string[]
 }
 
 const DAY_MS = 86_400_000
@@ -54,35 +56,41 @@ export function mutateCatalog(input: MutateOptions): MutateSummary {
   const folders = readdirSync(projectsDir).sort()
   const chosen = pickMutatedFolders(folders, options.percent, options.seed)
   let editedVersions = 0
+  const files: string[] = []
   for (const folder of chosen) {
     const file = join(projectsDir, folder, 'project.json')
+    files.push(`projects/${folder}/project.json`)
     const project = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
     project.followers = Number(project.followers ?? 0) + 1
     project.description = `${String(project.description ?? '')}\n\nUpdated: one more follower.`.trimStart()
     project.updatedAt = new Date(Date.parse(String(project.updatedAt)) + DAY_MS).toISOString()
     writeFileSync(file, toJson(project))
-    if (editNewestVersion(join(projectsDir, folder, 'versions'))) editedVersions++
+    const version = editNewestVersion(join(projectsDir, folder, 'versions'))
+    if (version !== null) {
+      editedVersions++
+      files.push(`projects/${folder}/versions/${version}`)
+    }
   }
-  return { projects: folders.length, editedProjects: chosen.length, editedVersions, folders: chosen }
+  return { projects: folders.length, editedProjects: chosen.length, editedVersions, folders: chosen, files }
 }
 
-/** Adds downloads to the version published last (ties: file name); false when there is none. */
-function editNewestVersion(dir: string): boolean {
+/** Adds downloads to the version published last (ties: file name); returns its file name, or null when there is none. */
+function editNewestVersion(dir: string): string | null {
   let names: string[]
   try {
     names = readdirSync(dir).filter((n) => n.endsWith('.json')).sort()
   } catch {
-    return false
+    return null
   }
-  let newest: { file: string; record: Record<string, unknown>; at: number } | null = null
+  let newest: { name: string; file: string; record: Record<string, unknown>; at: number } | null = null
   for (const name of names) {
     const file = join(dir, name)
     const record = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>
     const at = Date.parse(String(record.publishedAt ?? record.createdAt))
-    if (!newest || at > newest.at) newest = { file, record, at }
+    if (!newest || at > newest.at) newest = { name, file, record, at }
   }
-  if (!newest) return false
+  if (!newest) return null
   newest.record.downloads = Number(newest.record.downloads ?? 0) + 1000
   writeFileSync(newest.file, toJson(newest.record))
-  return true
+  return newest.name
 }
