@@ -10,11 +10,13 @@ import os from 'node:os'
 import path from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ARCHIVE_MEMBERS, writeArchive, type PreviousArchive } from '../build/release/archive.ts'
+import { ARCHIVE_MEMBERS, rangeDigits, writeArchive, type PreviousArchive } from '../build/release/archive.ts'
 import { removeBodyOrder, writeBodyOrder } from '../build/release/body-order.ts'
 import { writeArchiveInChild } from '../build/release/seal-child.ts'
 import { hashBytes } from '../build/release/manifest.ts'
-import { addSodiumVersion, buildRelease, copySampleData, editSummary, type BuiltRelease } from './harness.ts'
+import { generateCatalog, resolveGenerateOptions } from '../build/generate.ts'
+import { mutateCatalog } from '../build/generate/mutate.ts'
+import { buildRelease, type BuiltRelease } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'archive-members-'))
 const sha256Of = (file: string): string => hashBytes(readFileSync(file))
@@ -24,15 +26,17 @@ let log: string[]
 let order: string
 
 beforeAll(async () => {
-  const data = copySampleData(path.join(root, 'src'))
+  // A generated catalog of 400 projects (about 5,800 bodies: 256 ranges), edited as the build
+  // benchmark edits the large one (1% of the projects).
+  const data = path.join(root, 'src')
+  await generateCatalog(resolveGenerateOptions({ out: data, projects: 400, seed: 'archive-members' }))
   const dist = path.join(root, 'dist')
   first = await buildRelease(data, dist)
-  editSummary(data, 'sodium', 'Rendering engine, now with a changed summary')
-  addSodiumVersion(data)
+  mutateCatalog({ dir: data, percent: 1, seed: 'archive-members' })
   log = []
   second = await buildRelease(data, dist, { log: (line: string) => log.push(line) })
   order = await writeBodyOrder(second.releaseDir)
-}, 120_000)
+}, 180_000)
 
 afterAll(() => {
   removeBodyOrder(order)
@@ -56,7 +60,7 @@ describe('archive members', () => {
     const line = log.find((l) => /members copied from the previous archive/.test(l))
     expect(line, log.join('\n')).toBeDefined()
     const [, reused, members] = /(\d+) of (\d+) members copied/.exec(line!)!.map(Number)
-    // The change reaches a few bodies of the sample; every other range is copied.
+    // The change reaches a few dozen bodies; every other range is copied.
     expect(reused).toBeGreaterThan(0)
     expect(reused).toBeLessThan(members!)
     expect(members).toBe(membersOf(second.releaseDir).lines.length)
@@ -68,12 +72,20 @@ describe('archive members', () => {
     expect(sha256Of(path.join(second.releaseDir, 'public', second.pointer.archive!.path))).toBe(second.pointer.archive!.sha256)
   })
 
-  it('indexes every member: one per range of four hex digits, in order, end to end, each a gzip of its entries', () => {
+  it('widens its ranges with the count of bodies: about 16 or more a member, at most four hex digits', () => {
+    expect([0, 1, 255, 256, 4095, 4096, 65_535, 65_536, 1_048_576, 1_419_768, 1e9].map(rangeDigits)).toEqual([0, 0, 0, 1, 1, 2, 2, 3, 4, 4, 4])
+    expect(second.pointer.bodies).toBeGreaterThan(4096)
+    expect(second.pointer.bodies).toBeLessThan(65_536)
+  })
+
+  it('indexes every member: one per range of two hex digits here, in order, end to end, each a gzip of its entries', () => {
     const archive = readFileSync(path.join(second.releaseDir, 'public', second.pointer.archive!.path))
     const { header, lines } = membersOf(second.releaseDir)
-    expect(header.slice(1)).toEqual([second.pointer.archive!.sha256, String(second.pointer.archive!.size)])
+    expect(header).toEqual(['tar.gz-members/1 range-digits=2 gzip-level=1', second.pointer.archive!.sha256, String(second.pointer.archive!.size)])
     const prefixes = lines.map((l) => l[0]!)
-    expect(prefixes.every((p) => /^[0-9a-f]{4}$/.test(p))).toBe(true)
+    expect(prefixes.every((p) => /^[0-9a-f]{2}$/.test(p))).toBe(true)
+    // Every range has bodies at this size.
+    expect(prefixes).toHaveLength(256)
     expect([...prefixes].sort()).toEqual(prefixes)
     expect(new Set(prefixes).size).toBe(prefixes.length)
     let offset = 0
@@ -81,15 +93,16 @@ describe('archive members', () => {
       expect(Number(at), prefix).toBe(offset)
       const member = archive.subarray(offset, offset + Number(length))
       expect(member.subarray(0, 2).toString('hex'), prefix).toBe('1f8b')
-      // Each member alone is a whole tar of its range: entries a multiple of 512 bytes, the bodies' SHA-256 starting with the prefix.
+      // Each member alone is whole tar entries of its range: a multiple of 512 bytes, starting with a header block.
       const tar = gunzipSync(member)
       expect(tar.length % 512, prefix).toBe(0)
+      expect(tar.subarray(257, 262).toString(), prefix).toBe('ustar')
       offset += Number(length)
     }
     // What follows the last indexed member is the end-of-archive member: 1024 zero bytes.
     expect(gunzipSync(archive.subarray(offset))).toEqual(Buffer.alloc(1024))
     // tar reads the members as one stream: every API name of the release, bodies as the manifest gives them.
-    const listing = execFileSync('tar', ['-tzf', path.join(second.releaseDir, 'public', second.pointer.archive!.path)]).toString().trim().split('\n')
+    const listing = execFileSync('tar', ['-tzf', path.join(second.releaseDir, 'public', second.pointer.archive!.path)], { maxBuffer: 256 << 20 }).toString().trim().split('\n')
     const names = readFileSync(path.join(second.releaseDir, 'manifest.tsv'), 'utf8').trim().split('\n').map((l) => l.split('\t')[0]!).filter((n) => n.startsWith('public/api/'))
     expect([...listing].sort()).toEqual([...names].sort())
   })
@@ -118,7 +131,7 @@ describe('archive members', () => {
     const index = readFileSync(path.join(first.releaseDir, ARCHIVE_MEMBERS), 'utf8')
     const cases: [string, string, RegExp][] = [
       ['other.tsv', index.replace(first.pointer.archive!.sha256, 'f'.repeat(64)), /describes another archive/],
-      ['format.tsv', index.replace(/^[^\t]+/, 'tar.gz-members/0'), /another format/],
+      ['format.tsv', index.replace(/^[^\t]+/, 'tar.gz-members/1 range-digits=3 gzip-level=1'), /another format or range width/],
       // The last member's length made to run past the end of the archive.
       ['bad.tsv', index.replace(/\t\d+\n$/, '\t99999999999\n'), /bad line/],
     ]
