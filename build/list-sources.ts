@@ -12,7 +12,7 @@
  * fast-glob does: `*` never matches `/` nor a leading dot, symlinks are followed, only files count.
  */
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync, statSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import path from 'node:path'
 import fg from 'fast-glob'
 import { sourceSignature } from './staging-cache.ts'
@@ -141,8 +141,9 @@ export type NamedSource = [pattern: number, file: string]
  * `git diff --name-only` prints them from the data folder. Each is kept with the index of the first
  * of `patterns` it matches; a line naming an existing file no pattern matches (a blob: the load
  * checks every blob anyway) is accepted and left out. Throws, naming the line, on a path that
- * leaves the data folder, or that matches no pattern and names no file in it: most likely paths
- * relative to another folder, which would otherwise read nothing and publish stale rows.
+ * leaves the data folder, that names a folder, or that matches no pattern and names no file in it:
+ * most likely paths relative to another folder, which would otherwise read nothing and publish
+ * stale rows.
  */
 export function readChangedFiles(listFile: string, dataDir: string, patterns: readonly string[]): NamedSource[] {
   const matchers = patterns.map(patternRegExp)
@@ -156,10 +157,14 @@ export function readChangedFiles(listFile: string, dataDir: string, patterns: re
     const file = path.posix.normalize(line)
     if (file === '..' || file.startsWith('../')) throw new Error(`${where}: ${JSON.stringify(line)} is outside the data folder`)
     const kind = matchers.findIndex((m) => m.test(file))
-    if (kind !== -1) named.set(file, kind)
-    else if (!existsSync(path.join(dataDir, file))) {
-      throw new Error(`${where}: ${JSON.stringify(line)} is no record file and no file of ${dataDir} (paths are relative to the data folder)`)
+    if (kind !== -1) {
+      named.set(file, kind)
+      continue
     }
+    const stats = statSync(path.join(dataDir, file), { throwIfNoEntry: false })
+    if (!stats) throw new Error(`${where}: ${JSON.stringify(line)} is no record file and no file of ${dataDir} (paths are relative to the data folder)`)
+    // A folder would stand for the files in it, which the load would not look at: each must be named.
+    if (stats.isDirectory()) throw new Error(`${where}: ${JSON.stringify(line)} is a folder: name the files in it that changed`)
   }
   return [...named].map(([file, kind]) => [kind, file])
 }

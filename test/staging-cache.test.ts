@@ -216,6 +216,9 @@ describe('a changed-files list (BUILD_CHANGED_FILES)', () => {
     expect(refused('projects\\sodium\\project.json')).toMatch(/:1: .* is not a path relative to the data folder$/)
     // Paths from the repository's root instead of the data folder's: they name nothing, and would re-read nothing.
     expect(refused('data/projects/sodium/project.json')).toMatch(/:1: "data\/projects\/sodium\/project.json" is no record file and no file of /)
+    // A folder does not stand for its files.
+    expect(refused('projects/sodium')).toMatch(/:1: "projects\/sodium" is a folder: name the files in it that changed$/)
+    expect(refused('./')).toMatch(/:1: ".\/" is a folder/)
     rmSync(listFile)
     expect(refused.bind(null, '')).toBeDefined()
     expect(() => resolveBuildOptions({ dataDir: src, distDir: namedDist }, { BUILD_CHANGED_FILES: listFile })).toThrow(/^BUILD_CHANGED_FILES: ENOENT/)
