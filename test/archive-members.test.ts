@@ -10,7 +10,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { ARCHIVE_MEMBERS, rangeDigits, writeArchive, type PreviousArchive } from '../build/release/archive.ts'
+import { ARCHIVE_MEMBERS, describeReuse, rangeDigits, writeArchive, type PreviousArchive } from '../build/release/archive.ts'
 import { removeBodyOrder, writeBodyOrder } from '../build/release/body-order.ts'
 import { writeArchiveInChild } from '../build/release/seal-child.ts'
 import { hashBytes } from '../build/release/manifest.ts'
@@ -81,7 +81,7 @@ describe('archive members', () => {
   it('indexes every member: one per range of two hex digits here, in order, end to end, each a gzip of its entries', () => {
     const archive = readFileSync(path.join(second.releaseDir, 'public', second.pointer.archive!.path))
     const { header, lines } = membersOf(second.releaseDir)
-    expect(header).toEqual(['tar.gz-members/1 range-digits=2 gzip-level=1', second.pointer.archive!.sha256, String(second.pointer.archive!.size)])
+    expect(header).toEqual(['tar.gz-members/2 range-digits=2 gzip-level=1', second.pointer.archive!.sha256, String(second.pointer.archive!.size)])
     const prefixes = lines.map((l) => l[0]!)
     expect(prefixes.every((p) => /^[0-9a-f]{2}$/.test(p))).toBe(true)
     // Every range has bodies at this size.
@@ -89,9 +89,10 @@ describe('archive members', () => {
     expect([...prefixes].sort()).toEqual(prefixes)
     expect(new Set(prefixes).size).toBe(prefixes.length)
     let offset = 0
-    for (const [prefix, , at, length] of lines) {
+    for (const [prefix, , at, length, sha256] of lines) {
       expect(Number(at), prefix).toBe(offset)
       const member = archive.subarray(offset, offset + Number(length))
+      expect(hashBytes(member), prefix).toBe(sha256)
       expect(member.subarray(0, 2).toString('hex'), prefix).toBe('1f8b')
       // Each member alone is whole tar entries of its range: a multiple of 512 bytes, starting with a header block.
       const tar = gunzipSync(member)
@@ -131,9 +132,11 @@ describe('archive members', () => {
     const index = readFileSync(path.join(first.releaseDir, ARCHIVE_MEMBERS), 'utf8')
     const cases: [string, string, RegExp][] = [
       ['other.tsv', index.replace(first.pointer.archive!.sha256, 'f'.repeat(64)), /describes another archive/],
-      ['format.tsv', index.replace(/^[^\t]+/, 'tar.gz-members/1 range-digits=3 gzip-level=1'), /another format or range width/],
+      ['format.tsv', index.replace(/^[^\t]+/, 'tar.gz-members/2 range-digits=3 gzip-level=1'), /another format or range width/],
       // The last member's length made to run past the end of the archive.
-      ['bad.tsv', index.replace(/\t\d+\n$/, '\t99999999999\n'), /bad line/],
+      ['bad.tsv', index.replace(/\t\d+(\t[0-9a-f]{64}\n)$/, '\t99999999999$1'), /bad line/],
+      // A line without the member's SHA-256 (as an index of format 1 had).
+      ['short.tsv', index.replace(/\t[0-9a-f]{64}\n$/, '\n'), /bad line/],
     ]
     for (const [file, text, reason] of cases) {
       writeFileSync(path.join(root, file), text)
@@ -141,6 +144,17 @@ describe('archive members', () => {
       expect(w.notReused, file).toMatch(reason)
       expect(w).toMatchObject({ sha256: second.pointer.archive!.sha256, reused: 0 })
     }
+    // Bytes of the previous archive changed on disk since (its index and size still right): that
+    // member is compressed again, the others copied, the same bytes as ever.
+    const damagedArchive = path.join(root, 'damaged.tar.gz')
+    const bytes = readFileSync(previousOf(first).archive)
+    const [, , at, length] = membersOf(first.releaseDir).lines[7]!
+    bytes[Number(at) + Math.floor(Number(length) / 2)]! ^= 0xff
+    writeFileSync(damagedArchive, bytes)
+    const repaired = await writeArchive(second.releaseDir, order, path.join(root, 'repaired.tar.gz'), null, { ...previousOf(first), archive: damagedArchive })
+    expect(repaired).toMatchObject({ sha256: second.pointer.archive!.sha256, damaged: 1 })
+    expect(describeReuse(repaired)).toMatch(/^\d+ of 256 members copied from the previous archive \(1 whose bytes no longer matched its index compressed again\)$/)
+
     const missing = await writeArchive(second.releaseDir, order, path.join(root, 'missing.tar.gz'), null, { ...previousOf(first), members: path.join(root, 'none.tsv') })
     expect(missing.notReused).toMatch(/no member index/)
     expect(missing.sha256).toBe(second.pointer.archive!.sha256)

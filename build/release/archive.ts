@@ -11,12 +11,18 @@
  * The gzip is made of members, one per range of the body order: the entries whose body SHA-256
  * starts with the same hex digits (four at the large catalog, 65,536 ranges; fewer for a smaller
  * tree: rangeDigits), then one member for the end-of-archive blocks. A body's names are all in its
- * range, so a hard link always follows its target in the same member. Concatenated gzip members are one gzip stream to gunzip, `tar -xzf`, Python's tarfile and
- * Node's zlib, and the tar inside is the same bytes as one stream's. Each member depends only on
- * its range's names and bodies, so a rebuild copies the compressed bytes of every range the change
- * left alone from the previous release's archive (`previous`, with the member index written beside
- * it, ARCHIVE_MEMBERS) and compresses only the others: the result is the same bytes as an archive
+ * range, so a hard link always follows its target in the same member. Concatenated gzip members
+ * are one gzip stream to gunzip, `tar -xzf`, Python's tarfile and Node's zlib, and the tar inside
+ * is the same bytes as one stream's. Each member depends only on its range's names and bodies, so
+ * a rebuild copies the compressed bytes of every range the change left alone from the previous
+ * release's archive and compresses only the others: the result is the same bytes as an archive
  * written whole. A 1% change of the large catalog touches about one range in six.
+ *
+ * The member index (ARCHIVE_MEMBERS, beside the release): a header line `format \t archive SHA-256
+ * \t size`, then one line per member `range \t digest of its lines (sha256 \t name) \t offset \t
+ * length \t SHA-256 of its bytes`. It is used only when its header names the archive the previous
+ * release's pointer names; a member is copied only when its range's digest is the same and its
+ * bytes still have their SHA-256 (one the disk changed since is compressed again).
  */
 import { createHash } from 'node:crypto'
 import { closeSync, existsSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
@@ -24,6 +30,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { gzip as gzipCallback, gzipSync } from 'node:zlib'
 import { contentMtime } from '../render/etag.ts'
+import { hashBytes } from './manifest.ts'
 import { readBodyOrder } from './body-order.ts'
 import { openBodyReader, writeAll, type BodyPackFiles } from './body-pack.ts'
 import type { FileHash } from './hash-file.ts'
@@ -33,7 +40,7 @@ const gzip = promisify(gzipCallback)
 /** Release-relative member index of the release's archive (not served; read by the next build). */
 export const ARCHIVE_MEMBERS = 'archive-members.tsv'
 /** First field of the index's header line: what a member is. Another scheme (or range width) is not reused. */
-const membersFormat = (digits: number): string => `tar.gz-members/1 range-digits=${digits} gzip-level=1`
+const membersFormat = (digits: number): string => `tar.gz-members/2 range-digits=${digits} gzip-level=1`
 /** At most this many hex digits of the body SHA-256 name a range (65,536 ranges). */
 const MAX_RANGE_DIGITS = 4
 /**
@@ -78,13 +85,16 @@ export interface WrittenArchive extends FileHash {
   reused: number
   /** Why the previous archive was not used, when one was given and was not. */
   notReused?: string
+  /** Members of the previous archive whose bytes no longer had the SHA-256 its index gives (compressed again). */
+  damaged: number
 }
 
-/** A member of the previous archive: the digest of its range's list and where its bytes are. */
+/** A member of the previous archive: the digest of its range's list, where its bytes are, and their SHA-256. */
 interface OldMember {
   digest: string
   offset: number
   length: number
+  sha256: string
 }
 
 /**
@@ -122,22 +132,23 @@ export async function writeArchive(
     out = []
     outBytes = 0
   }
-  const emit = (prefix: string | null, digest: string, member: Buffer): void => {
+  const emit = (prefix: string | null, digest: string, member: Buffer, memberSha256?: string): void => {
     hash.update(member)
-    if (prefix !== null) index.push(`${prefix}\t${digest}\t${size}\t${member.length}\n`)
+    if (prefix !== null) index.push(`${prefix}\t${digest}\t${size}\t${member.length}\t${memberSha256 ?? hashBytes(member)}\n`)
     size += member.length
     out.push(member)
     outBytes += member.length
     if (outBytes >= WRITE_CHUNK) flush()
   }
   // Members in archive order; the compression of the next ones runs on zlib's threads meanwhile.
-  const pending: { prefix: string; digest: string; member: Promise<Buffer> }[] = []
+  const pending: { prefix: string; digest: string; member: Promise<Buffer>; sha256?: string }[] = []
   const drain = async (keep: number): Promise<void> => {
     while (pending.length > keep) {
       const next = pending.shift()!
-      emit(next.prefix, next.digest, await next.member)
+      emit(next.prefix, next.digest, await next.member, next.sha256)
     }
   }
+  let damaged = 0
   const reader = openBodyReader(releaseDir, pack)
   let range: { prefix: string; entries: { name: string; sha256: string }[] } | null = null
   const endRange = async (): Promise<void> => {
@@ -147,10 +158,13 @@ export async function writeArchive(
     members++
     const digest = rangeDigest(entries)
     const kept = oldMembers?.get(prefix)
-    if (kept && kept.digest === digest) {
+    const copied = kept && kept.digest === digest ? readRange(oldFd!, kept, previous!.archive) : null
+    // A member is copied only with the bytes its index recorded: one the disk changed since is compressed again.
+    if (copied && hashBytes(copied) === kept!.sha256) {
       reused++
-      pending.push({ prefix, digest, member: Promise.resolve(readRange(oldFd!, kept, previous!.archive)) })
+      pending.push({ prefix, digest, member: Promise.resolve(copied), sha256: kept!.sha256 })
     } else {
+      if (copied) damaged++
       const member = gzip(await rangeTar(entries, reader), GZIP)
       // Handled here so a failure waits for drain() to throw it, not for Node to call it unhandled.
       member.catch(() => {})
@@ -183,7 +197,7 @@ export async function writeArchive(
   // After the archive: an index is only ever next to the archive it describes (its header names it).
   writeFileSync(`${indexFile}.tmp`, `${format}\t${sha256}\t${size}\n${index.join('')}`)
   renameSync(`${indexFile}.tmp`, indexFile)
-  const written: WrittenArchive = { sha256, size, members, reused }
+  const written: WrittenArchive = { sha256, size, members, reused, damaged }
   if (old && 'reason' in old) written.notReused = old.reason
   return written
 }
@@ -191,7 +205,8 @@ export async function writeArchive(
 /** One line for the build's log: how much of the previous archive a rebuild copied. */
 export function describeReuse(written: WrittenArchive): string {
   if (written.notReused) return `the previous archive was not reused: ${written.notReused}`
-  return `${written.reused} of ${written.members} members copied from the previous archive`
+  const damaged = written.damaged > 0 ? ` (${written.damaged} whose bytes no longer matched its index compressed again)` : ''
+  return `${written.reused} of ${written.members} members copied from the previous archive${damaged}`
 }
 
 /** The previous archive's members by range, or why they cannot be used. */
@@ -206,9 +221,9 @@ function readPreviousMembers(previous: PreviousArchive, expectedFormat: string):
   const members = new Map<string, OldMember>()
   for (const line of lines.slice(1)) {
     if (line === '') continue
-    const [prefix, digest, offset, length] = line.split('\t')
-    const member = { digest: digest!, offset: Number(offset), length: Number(length) }
-    if (!Number.isSafeInteger(member.offset) || !Number.isSafeInteger(member.length) || member.offset + member.length > previous.expected.size) {
+    const [prefix, digest, offset, length, sha256] = line.split('\t')
+    const member = { digest: digest!, offset: Number(offset), length: Number(length), sha256: sha256 ?? '' }
+    if (!/^[0-9a-f]{64}$/.test(member.sha256) || !Number.isSafeInteger(member.offset) || !Number.isSafeInteger(member.length) || member.offset + member.length > previous.expected.size) {
       return { reason: `its member index has a bad line: ${line.slice(0, 80)}` }
     }
     members.set(prefix!, member)
