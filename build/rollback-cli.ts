@@ -20,7 +20,8 @@ if (to !== undefined && (!Number.isInteger(to) || to < 1)) {
   process.stderr.write(`--to must be a release serial (a positive integer), got ${JSON.stringify(values.to)}\n${usage}`)
   process.exit(2)
 }
-const options = resolveOrExit(() => resolveBuildOptions({ distDir: values.dist }, process.env))
+// A roll-back loads no source: BUILD_CHANGED_FILES is not read (a stale list must not stop it).
+const options = resolveOrExit(() => resolveBuildOptions({ distDir: values.dist, changedFiles: null }, process.env))
 try {
   await rereleaseRelease(options, to)
 } catch (err) {

@@ -6,20 +6,16 @@
  * non-zero exit.
  */
 import { z } from 'zod'
-import { describeReuse, writeArchive } from './archive.ts'
-import { runAsSealWorker } from './seal-child.ts'
+import { writeArchive } from './archive.ts'
+import { fileHashSchema, runAsSealWorker } from './seal-child.ts'
 
 const arg = z.string().min(1)
-const hashSchema = z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() })
 // What writeArchive takes beyond its three paths: the body pack (or null: read the tree) and the previous archive (or null).
 const extraSchema = z.object({
   pack: z.object({ pack: arg, sortedIndex: arg }).nullable(),
-  previous: z.object({ archive: arg, members: arg, expected: hashSchema }).nullable(),
+  previous: z.object({ archive: arg, members: arg, expected: fileHashSchema }).nullable(),
 })
 const argsSchema = z.tuple([arg, arg, arg, z.string().transform((s) => extraSchema.parse(JSON.parse(s)))])
 
 const [releaseDir, orderFile, target, { pack, previous }] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
-await runAsSealWorker('archive worker', async () => {
-  const written = await writeArchive(releaseDir, orderFile, target, pack, previous)
-  return { ...written, note: describeReuse(written) }
-})
+await runAsSealWorker('archive worker', () => writeArchive(releaseDir, orderFile, target, pack, previous))

@@ -25,14 +25,14 @@
  * bytes still have their SHA-256 (one the disk changed since is compressed again).
  */
 import { createHash } from 'node:crypto'
-import { closeSync, existsSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import { gzip as gzipCallback, gzipSync } from 'node:zlib'
 import { contentMtime } from '../render/etag.ts'
 import { hashBytes } from './manifest.ts'
 import { readBodyOrder } from './body-order.ts'
-import { openBodyReader, writeAll, type BodyPackFiles } from './body-pack.ts'
+import { openBodyReader, readFully, writeAll, type BodyPackFiles } from './body-pack.ts'
 import type { FileHash } from './hash-file.ts'
 
 const gzip = promisify(gzipCallback)
@@ -87,6 +87,8 @@ export interface WrittenArchive extends FileHash {
   notReused?: string
   /** Members of the previous archive whose bytes no longer had the SHA-256 its index gives (compressed again). */
   damaged: number
+  /** The build log's line on the above (describeReuse). */
+  note: string
 }
 
 /** A member of the previous archive: the digest of its range's list, where its bytes are, and their SHA-256. */
@@ -117,8 +119,8 @@ export async function writeArchive(
   const digits = rangeDigits(await countBodies(orderFile))
   const format = membersFormat(digits)
   const old = previous ? readPreviousMembers(previous, format) : null
-  const oldFd = old && !('reason' in old) ? openSync(previous!.archive, 'r') : null
-  const oldMembers = old && !('reason' in old) ? old.members : null
+  const oldMembers = old && 'members' in old ? old.members : null
+  const oldFd = oldMembers ? openSync(previous!.archive, 'r') : null
   const fd = openSync(tmp, 'w')
   const hash = createHash('sha256')
   const index: string[] = []
@@ -158,7 +160,7 @@ export async function writeArchive(
     members++
     const digest = rangeDigest(entries)
     const kept = oldMembers?.get(prefix)
-    const copied = kept && kept.digest === digest ? readRange(oldFd!, kept, previous!.archive) : null
+    const copied = kept && kept.digest === digest ? readFully(oldFd!, kept.length, kept.offset, () => `archive: ${previous!.archive} ends inside the member at ${kept.offset}`) : null
     // A member is copied only with the bytes its index recorded: one the disk changed since is compressed again.
     if (copied && hashBytes(copied) === kept!.sha256) {
       reused++
@@ -197,13 +199,13 @@ export async function writeArchive(
   // After the archive: an index is only ever next to the archive it describes (its header names it).
   writeFileSync(`${indexFile}.tmp`, `${format}\t${sha256}\t${size}\n${index.join('')}`)
   renameSync(`${indexFile}.tmp`, indexFile)
-  const written: WrittenArchive = { sha256, size, members, reused, damaged }
+  const written: Omit<WrittenArchive, 'note'> = { sha256, size, members, reused, damaged }
   if (old && 'reason' in old) written.notReused = old.reason
-  return written
+  return { ...written, note: describeReuse(written) }
 }
 
 /** One line for the build's log: how much of the previous archive a rebuild copied. */
-export function describeReuse(written: WrittenArchive): string {
+export function describeReuse(written: Omit<WrittenArchive, 'note'>): string {
   if (written.notReused) return `the previous archive was not reused: ${written.notReused}`
   const damaged = written.damaged > 0 ? ` (${written.damaged} whose bytes no longer matched its index compressed again)` : ''
   return `${written.reused} of ${written.members} members copied from the previous archive${damaged}`
@@ -247,18 +249,6 @@ function rangeDigest(entries: { name: string; sha256: string }[]): string {
   const h = createHash('sha256')
   for (const e of entries) h.update(`${e.sha256}\t${e.name}\n`)
   return h.digest('hex')
-}
-
-/** The compressed bytes of a member of the previous archive. */
-function readRange(fd: number, member: OldMember, file: string): Buffer {
-  const bytes = Buffer.allocUnsafe(member.length)
-  let done = 0
-  while (done < bytes.length) {
-    const n = readSync(fd, bytes, done, bytes.length - done, member.offset + done)
-    if (n === 0) throw new Error(`archive: ${file} ends inside the member at ${member.offset}`)
-    done += n
-  }
-  return bytes
 }
 
 /** The tar entries of one range: each body once, its other names as hard links to its first. */

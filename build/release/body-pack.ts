@@ -94,6 +94,18 @@ export function writeAll(fd: number, chunks: Uint8Array[], total = chunks.reduce
   }
 }
 
+/** `length` bytes of `fd` from `position` (a short read resumes); `ended` says what was cut off when the file ends first. */
+export function readFully(fd: number, length: number, position: number, ended: () => string): Buffer {
+  const bytes = Buffer.allocUnsafe(length)
+  let done = 0
+  while (done < length) {
+    const n = readSync(fd, bytes, done, length - done, position + done)
+    if (n === 0) throw new Error(ended())
+    done += n
+  }
+  return bytes
+}
+
 /** Whether the build wrote a pack for `releaseDir` (a re-sealed old release has none: the tree is read). */
 export function hasBodyPack(releaseDir: string): boolean {
   return existsSync(path.join(releaseDir, INDEX))
@@ -144,14 +156,7 @@ export function openBodyReader(releaseDir: string, pack: BodyPackFiles | null): 
       if (!current && !exhausted) await advance()
       while (current && current.sha256 < sha256) await advance()
       if (!current || current.sha256 !== sha256) throw new Error(`body pack: no body ${sha256} (for ${name}), or the bodies were not asked in SHA-256 order`)
-      const body = Buffer.allocUnsafe(current.size)
-      let done = 0
-      while (done < body.length) {
-        const n = readSync(fd, body, done, body.length - done, current.offset + done)
-        if (n === 0) throw new Error(`body pack: ${pack.pack} ends inside body ${sha256} (for ${name})`)
-        done += n
-      }
-      return body
+      return readFully(fd, current.size, current.offset, () => `body pack: ${pack.pack} ends inside body ${sha256} (for ${name})`)
     },
     close() {
       closeSync(fd)

@@ -13,10 +13,13 @@ import type { BodyPackFiles } from './body-pack.ts'
 import type { FileHash } from './hash-file.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
 
+/** A file's SHA-256 and size (hash-file.ts FileHash) as a worker sends or takes it. */
+export const fileHashSchema = z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() })
+
 const usageSchema = z.object({
   maxRss: z.number(),
   cpuSeconds: z.number(),
-  written: z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() }).optional(),
+  written: fileHashSchema.optional(),
   /** A line for the build's log about what was written (the archive: how many members it copied). */
   note: z.string().optional(),
 })

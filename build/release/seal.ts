@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, linkSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { formatCpu } from '../cpu.ts'
-import { ARCHIVE_MEMBERS, describeReuse, writeArchive, type PreviousArchive } from './archive.ts'
+import { ARCHIVE_MEMBERS, writeArchive, type PreviousArchive } from './archive.ts'
 import { removeBodyOrder, writeBodyOrder, writePathOrder } from './body-order.ts'
 import { hasBodyPack, removeBodyPack, sortBodyPack } from './body-pack.ts'
 import { stampContentMtime } from './content-mtime.ts'
@@ -139,11 +139,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     return ref
   })()
   const archiveTask = (async (): Promise<FileRef | null> => {
-    if (!input.options.archive) {
-      // A recycled tree may hold its old release's member index, which describes no archive of this one.
-      rmSync(path.join(releaseDir, ARCHIVE_MEMBERS), { force: true })
-      return null
-    }
+    if (!input.options.archive) return null
     const [bodyOrder, , pack] = await orders
     const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
     const target = path.join(releaseDir, name)
@@ -156,10 +152,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const written = await writeExtra(
       'archive',
       input.options.archiveWorker ? () => writeArchiveInChild(releaseDir, bodyOrder!, target, pack, previous) : null,
-      async () => {
-        const w = await writeArchive(releaseDir, bodyOrder!, target, pack, previous)
-        return { ...w, note: describeReuse(w) }
-      },
+      () => writeArchive(releaseDir, bodyOrder!, target, pack, previous),
     )
     const ref = await seal(name, before?.archive, written)
     input.log(`Wrote the archive (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
