@@ -25,6 +25,7 @@ import { createHashIndex, hashIndexRow } from './hash-index.ts'
 import { createVersionTargets } from './version-targets.ts'
 import { renderRawBody } from './render/body.ts'
 import { startSearchIndex } from './search-index.ts'
+import { copyVersionJson, type MemoSource } from './catalog-memo.ts'
 
 /** In-memory lookups the renderers of the static tree need (small: one entry per user/project). */
 export interface CatalogMaps {
@@ -38,7 +39,13 @@ const PAGE = 2000
  * Fills the catalog database (staging stays attached for the blob list); returns the lookups used by
  * the static renderers. `step` is told when each part is done (progress lines).
  */
-export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSettings, step: (done: string) => void = () => {}): Promise<CatalogMaps> {
+export async function writeCatalog(
+  ctx: BuildContext,
+  db: Db,
+  settings: RenderSettings,
+  step: (done: string) => void = () => {},
+  memo: MemoSource = { catalogFile: null, reason: 'not asked' },
+): Promise<CatalogMaps> {
   await db.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${catalogSchema}`)
   await db.run(`ATTACH DATABASE ? AS staging`, [ctx.staging.file])
   await db.exec(`PRAGMA staging.cache_size = -${BUILD_CACHE_KIB}`)
@@ -55,6 +62,14 @@ export async function writeCatalog(ctx: BuildContext, db: Db, settings: RenderSe
   // SQLite thread, the other core once the checks are done) while this one renders the versions.
   const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'))
   try {
+    if (memo.catalogFile !== null) {
+      const reused = await copyVersionJson(db, memo.catalogFile)
+      step(
+        reused
+          ? `reused ${reused.reused} versions' JSON from release ${memo.release} (${reused.render} to render)`
+          : `reused no versions' JSON from release ${memo.release}: a reference file changed`,
+      )
+    }
     await writeVersionJson(db, settings, projects)
     step('rendered the versions')
     await db.exec(catalogIndexes)
@@ -226,13 +241,13 @@ async function writeProjects(db: Db, authors: Map<string, Author>): Promise<Map<
   return refs
 }
 
-/** Renders every visible version once; the JSON is what the shim returns for it. */
+/** Renders every visible version without JSON yet (all of them, unless copyVersionJson reused some); the JSON is what the shim returns for it. */
 async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<string, ProjectRef>): Promise<void> {
   let last = 0
   for (;;) {
     const rows = await db.all<{ rowid: number; id: string; source_json: string; downloads: number }>(
       `SELECT v.rowid, v.id, s.json AS source_json, v.downloads FROM versions v JOIN s_versions s ON s.id = v.id
-       WHERE v.rowid > ? ORDER BY v.rowid LIMIT ${PAGE}`,
+       WHERE v.rowid > ? AND v.json IS NULL ORDER BY v.rowid LIMIT ${PAGE}`,
       [last],
     )
     if (rows.length === 0) break

@@ -5,6 +5,7 @@
 import path from 'node:path'
 import { renameSync, rmSync } from 'node:fs'
 import { writeCatalog, type CatalogMaps } from './catalog.ts'
+import { dropStagingLineage, keepStagingLineage, memoKey, resolveMemoSource, takeStagingLineage } from './catalog-memo.ts'
 import { formatCpu } from './cpu.ts'
 import type { BuildContext, BuildOptions, Problem } from './context.ts'
 import { openDb, type Db } from './db/sqlite.ts'
@@ -50,8 +51,15 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
   // BUILD_STAGING_CACHE=0: no cache is used (no key is needed), and one left by earlier builds is removed.
   const stagingKey = options.stagingCache ? stagingCacheKey(options.dataDir) : null
-  if (stagingKey === null) dropStagingCache(options.distDir)
+  if (stagingKey === null) {
+    dropStagingCache(options.distDir)
+    dropStagingLineage(options.distDir)
+  }
+  // Taken (read and removed) before the staging: the lineage names the release the kept staging was built into.
+  const lineage = stagingKey === null ? null : takeStagingLineage(options.distDir)
   const kept = stagingKey !== null && takeStagingCache(options.distDir, stagingFile, stagingKey)
+  const renderKey = stagingKey === null ? null : memoKey(options.baseUrl, options.filesBaseUrl)
+  const memo = renderKey === null ? ({ catalogFile: null, reason: 'no staging kept' } as const) : resolveMemoSource(kept, lineage, pending.previousDir, renderKey)
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   let compaction: Promise<CompactedCatalog> | null = null
@@ -65,6 +73,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     if (kept) {
       const named = options.changedFiles ? ` (of the ${options.changedFiles.length} BUILD_CHANGED_FILES names; the data folder was not listed)` : ''
       log(`Staging kept from the last build: read ${filesRead} changed record files${named}`)
+      if (memo.catalogFile === null) log(`No versions' JSON reused from the live release: ${memo.reason}`)
     } else if (options.changedFiles) log(`No staging kept from the last build: every record file was read (BUILD_CHANGED_FILES applies to a rebuild from kept staging)`)
     log(`Loaded ${counts.s_projects} projects, ${counts.s_versions} versions, ${counts.s_users} users in ${secondsSince(started)}s${formatCpu(cpu)}`)
     // Progress inside the catalog phase, the build's longest single-threaded one: where a rebuild's
@@ -104,7 +113,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     }
     let maps: CatalogMaps
     try {
-      maps = await writeCatalog(ctx, db, settings, catalogStep)
+      maps = await writeCatalog(ctx, db, settings, catalogStep, memo)
     } catch (err) {
       // A catalog that failed (or was interrupted) over source data with problems: the problems are the answer.
       await validation
@@ -171,6 +180,8 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       onLive: () => log(`Release ${pending.id} is live after ${secondsSince(started)}s`),
       log,
     })
+    // The kept staging is this release's: the next build may reuse its versions' JSON (catalog-memo.ts).
+    if (stagingKey !== null && renderKey !== null) keepStagingLineage(options.distDir, { catalogSha256: release.catalog.sha256, key: renderKey })
     const seconds = Number(secondsSince(started))
     const c = changes
     log(

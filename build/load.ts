@@ -55,7 +55,10 @@ export async function loadSource(ctx: BuildContext, kept = false): Promise<LoadC
   let pool = null as LoadPool | null
   const startPool = (): LoadPool | null => (pool ??= ctx.options.loadWorkers > 0 ? createLoadPool(ctx.options.dataDir, ctx.options.loadWorkers) : null)
   try {
-    if (kept) await listSourcesInto(ctx)
+    if (kept) {
+      await ctx.staging.exec(`DELETE FROM s_touched`)
+      await listSourcesInto(ctx)
+    }
     for (const kind of Object.keys(recordKinds) as RecordKindName[]) {
       const { tables } = recordKinds[kind]
       const changed = kept ? await changedSources(ctx, kind) : null
@@ -64,6 +67,7 @@ export async function loadSource(ctx: BuildContext, kept = false): Promise<LoadC
         continue
       }
       const loaded = await loadKind(ctx, kind, changed && changed.length < CHUNK * 4 ? null : startPool(), changed)
+      if (changed) await recordTouched(ctx, kind, `(SELECT value FROM json_each(?))`, [JSON.stringify(changed)])
       counts[tables[0]!] = changed ? await countRows(ctx, tables[0]!) : loaded.count
       filesRead += loaded.files
     }
@@ -146,10 +150,32 @@ async function changedSources(ctx: BuildContext, kind: RecordKindName): Promise<
     `INSERT OR IGNORE INTO temp.stale SELECT s.file FROM s_sources s WHERE s.kind = ? AND (s.file IN temp.changed OR NOT EXISTS (SELECT 1 FROM temp.listed g WHERE g.file = s.file AND g.kind = s.kind))`,
     [kind],
   )
+  await recordTouched(ctx, kind, 'temp.stale')
   for (const table of [...tables, 's_sources']) await staging.run(`DELETE FROM ${table} WHERE file IN temp.stale`)
   const changed = await staging.all<{ file: string }>(`SELECT g.file FROM temp.listed g WHERE g.kind = ? AND g.file IN temp.changed ORDER BY g.rowid`, [kind])
   await staging.exec(`DROP TABLE temp.changed; DROP TABLE temp.stale;`)
   return changed.map((r) => r.file)
+}
+
+/** The columns s_touched takes from each kind's first table: its id (a reference file: the file), and a version's project. */
+const touchedColumns: Record<RecordKindName, string> = {
+  catalog: 'file, NULL',
+  categories: 'file, NULL',
+  types: 'file, NULL',
+  gameVersions: 'file, NULL',
+  users: 'id, NULL',
+  projects: 'id, id',
+  versions: 'id, project_id',
+}
+
+/**
+ * Records in s_touched the records of `kind` in the files `files` (an SQL list: a table or a
+ * subquery, with `params`): those about to be dropped, and those just read again. A rebuild
+ * reuses what it can of the previous release for the others (catalog-memo.ts).
+ */
+async function recordTouched(ctx: BuildContext, kind: RecordKindName, files: string, params: string[] = []): Promise<void> {
+  const table = recordKinds[kind].tables[0]!
+  await ctx.staging.run(`INSERT INTO s_touched (kind, id, project_id) SELECT ?, ${touchedColumns[kind]} FROM ${table} WHERE file IN ${files}`, [kind, ...params])
 }
 
 /**

@@ -13,7 +13,8 @@ PRAGMA synchronous = OFF;
 
 /**
  * Staging: one row per source record, the normalised record as JSON; s_sources, one row per record
- * file loaded, with the stat signatures a rebuild compares (build/staging-cache.ts).
+ * file loaded, with the stat signatures a rebuild compares (build/staging-cache.ts); s_touched, the
+ * records of the files the last load read again or dropped (build/catalog-memo.ts).
  */
 export const stagingSchema = `
 CREATE TABLE s_sources (kind TEXT, file TEXT, signature TEXT, blobs TEXT);
@@ -25,6 +26,7 @@ CREATE TABLE s_users (id TEXT, username TEXT, file TEXT, json TEXT);
 CREATE TABLE s_projects (id TEXT, slug TEXT, type TEXT, status TEXT, folder TEXT, file TEXT, json TEXT);
 CREATE TABLE s_versions (id TEXT, project_id TEXT, version_number TEXT, status TEXT, folder TEXT, file TEXT, json TEXT);
 CREATE TABLE s_files (id TEXT, version_id TEXT, project_id TEXT, filename TEXT, size INTEGER, sha256 TEXT, sha1 TEXT, idx INTEGER, blob TEXT, file TEXT);
+CREATE TABLE s_touched (kind TEXT NOT NULL, id TEXT NOT NULL, project_id TEXT);
 `
 
 /** Indexes added to staging after loading (cheaper than maintaining them during inserts); already there in a kept staging. */

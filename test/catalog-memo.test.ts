@@ -1,0 +1,164 @@
+/**
+ * A rebuild reuses the previous release's versions' JSON (build/catalog-memo.ts): each edit below
+ * changes some version's JSON without touching that version's file, and the rebuild must publish
+ * the bytes of a full build of the same data (catalog included); a reference file, a roll-back or
+ * other base URLs turn the reuse off.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { resolveBuildOptions } from '../build/config.ts'
+import { openDb } from '../build/db/sqlite.ts'
+import { rereleaseRelease } from '../build/release/rerelease.ts'
+import { counterSchema } from '../shim/download-counter.ts'
+import { buildRelease, copySampleData, readManifestOf, type BuiltRelease } from './harness.ts'
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'catalog-memo-test-'))
+const data = copySampleData(root)
+const dist = path.join(root, 'dist')
+let logs: string[] = []
+let fullRuns = 0
+
+const rebuild = (overrides: Parameters<typeof buildRelease>[2] = {}): Promise<BuiltRelease> => {
+  logs = []
+  return buildRelease(data, dist, { stagingCache: true, log: (l) => logs.push(l), ...overrides })
+}
+/** A full build of the same data into a dist of its own, without a kept staging. */
+const fullBuild = (overrides: Parameters<typeof buildRelease>[2] = {}): Promise<BuiltRelease> =>
+  buildRelease(data, path.join(root, `full-${++fullRuns}`), { stagingCache: false, ...overrides })
+
+/** What a mirror or an offline user gets: every served file and the three extras, by content. */
+function published(built: BuiltRelease): unknown {
+  const { catalog, snapshot, archive } = built.pointer
+  return { files: [...readManifestOf(built.releaseDir)], catalog: catalog.sha256, snapshot: snapshot?.sha256, archive: archive?.sha256 }
+}
+
+/** The catalog phase's line about reused JSON: [reused, to render], or null when there is none. */
+function reuseLine(): [number, number] | null {
+  const line = logs.find((l) => l.startsWith("… reused ") && l.includes("versions' JSON from release"))
+  const m = line?.match(/^… reused (\d+) versions' JSON from release \d+ \((\d+) to render\)/)
+  return m ? [Number(m[1]), Number(m[2])] : null
+}
+
+function editJson(file: string, edit: (record: Record<string, unknown>) => void): void {
+  const full = path.join(data, file)
+  const record = JSON.parse(readFileSync(full, 'utf8')) as Record<string, unknown>
+  edit(record)
+  writeFileSync(full, JSON.stringify(record, null, 2))
+}
+
+/** The version JSON of `id` served by a release. */
+function versionBody(built: BuiltRelease, id: string): { data: { dependencies: { versionId: string | null; project: { id: string; name: string } | null }[] } } {
+  return JSON.parse(readFileSync(path.join(built.releaseDir, `public/api/v1/versions/${id}.json`), 'utf8'))
+}
+
+beforeAll(async () => {
+  // Files changed within the last 2 s are read again by every build (racy): let the copy age.
+  await sleep(2100)
+})
+
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+
+describe("a rebuild reusing the previous release's versions' JSON", () => {
+  let total = 0
+
+  it('reuses every version when nothing changed, and publishes the same bytes', async () => {
+    const first = await rebuild()
+    expect(reuseLine()).toBeNull()
+    const again = await rebuild()
+    const reuse = reuseLine()
+    expect(reuse).not.toBeNull()
+    total = reuse![0] + reuse![1]
+    expect(reuse).toEqual([total, 0])
+    expect(total).toBeGreaterThan(100)
+    expect(again.changes).toMatchObject({ added: 0, changed: 0, removed: 0 })
+    expect(published(again)).toEqual(published(first))
+  })
+
+  // Each edit changes versions' JSON in files the load does not read again.
+  const edits: { name: string; edit: () => void; check: (built: BuiltRelease) => void; atLeast: number }[] = [
+    {
+      name: "a project others depend on renamed: their dependencies show the new name",
+      edit: () => editJson('projects/fabric-api/project.json', (p) => (p.name = 'Fabric API (renamed)')),
+      check: (built) => {
+        const dep = versionBody(built, '9O3N7MpA').data.dependencies.find((d) => d.project?.id === 'p1e5t4a0')
+        expect(dep?.project?.name).toBe('Fabric API (renamed)')
+      },
+      atLeast: 20,
+    },
+    {
+      name: 'a version others name made a draft: their dependencies lose its id',
+      edit: () => editJson('projects/fabric-api/versions/0.102.0+1.21.1.json', (v) => (v.status = 'draft')),
+      check: (built) => {
+        const deps = versionBody(built, JSON.parse(readFileSync(path.join(data, 'projects/modmenu/versions/11.0.3.json'), 'utf8')).id).data.dependencies
+        const dep = deps.find((d) => d.project?.id === 'p1e5t4a0')
+        expect(dep).toBeDefined()
+        expect(dep!.versionId).toBeNull()
+      },
+      atLeast: 2,
+    },
+    {
+      name: 'a project others depend on made private: their dependencies on it go',
+      edit: () => editJson('projects/sodium/project.json', (p) => (p.status = 'private')),
+      check: (built) => {
+        const ids = readFileSync(path.join(built.releaseDir, 'manifest.tsv'), 'utf8')
+        expect(ids).not.toContain('public/api/v1/projects/sodium.json')
+      },
+      atLeast: 9,
+    },
+  ]
+
+  for (const { name, edit, check, atLeast } of edits) {
+    it(`${name}; the same bytes as a full build`, async () => {
+      edit()
+      const rebuilt = await rebuild()
+      const reuse = reuseLine()
+      expect(reuse).not.toBeNull()
+      // Rendered again: at least the versions whose JSON changed; reused: most of the others.
+      expect(reuse![1]).toBeGreaterThanOrEqual(atLeast)
+      expect(reuse![0]).toBeGreaterThan(reuse![1])
+      check(rebuilt)
+      expect(published(rebuilt)).toEqual(published(await fullBuild()))
+    })
+  }
+
+  it('renders the versions whose download counts changed (counters), and only the ones it must', async () => {
+    const counters = path.join(root, 'counters.sqlite')
+    const db = await openDb(counters)
+    await db.exec(counterSchema)
+    const iris = JSON.parse(readFileSync(path.join(data, 'projects/iris/versions/1.7.1+1.21.json'), 'utf8'))
+    await db.run(`INSERT INTO file_downloads VALUES (?, 777)`, [iris.files[0].id])
+    await db.close()
+    const before = await rebuild()
+    expect(reuseLine()).toEqual([expect.any(Number), 0])
+    const rebuilt = await rebuild({ countersFile: counters })
+    expect(reuseLine()![1]).toBe(1)
+    const shown = JSON.parse(readFileSync(path.join(rebuilt.releaseDir, `public/api/v1/versions/${iris.id}.json`), 'utf8')).data.downloads
+    expect(shown).toBe(JSON.parse(readFileSync(path.join(before.releaseDir, `public/api/v1/versions/${iris.id}.json`), 'utf8')).data.downloads + 777)
+    expect(published(rebuilt)).toEqual(published(await fullBuild({ countersFile: counters })))
+    rmSync(counters)
+  })
+
+  it('reuses nothing after a reference file changed, or a roll-back, or with other base URLs', async () => {
+    // The counters are gone: every version's downloads are back to their source's.
+    await rebuild()
+    editJson('reference/game-versions/1.21.1.json', (g) => (g.releasedAt = '2024-08-08T12:00:00Z'))
+    const referenced = await rebuild()
+    expect(logs).toContainEqual(expect.stringMatching(/^… reused no versions' JSON from release \d+: a reference file changed/))
+    expect(published(referenced)).toEqual(published(await fullBuild()))
+
+    await rereleaseRelease(resolveBuildOptions({ dataDir: data, distDir: dist, countersFile: null, log: () => {} }))
+    await rebuild()
+    expect(reuseLine()).toBeNull()
+    expect(logs).toContain("No versions' JSON reused from the live release: the live release is not the one the kept staging was built into")
+
+    const other = await rebuild({ baseUrl: 'https://catalog.example.org' })
+    expect(logs).toContain("No versions' JSON reused from the live release: the code or the base URLs changed since")
+    expect(published(other)).toEqual(published(await fullBuild({ baseUrl: 'https://catalog.example.org' })))
+    // The next build with those URLs reuses again.
+    await rebuild({ baseUrl: 'https://catalog.example.org' })
+    expect(reuseLine()).toEqual([expect.any(Number), 0])
+  })
+})
