@@ -24,7 +24,7 @@ import type { SourceProject, SourceUser } from './schema/source.ts'
 import { createHashIndex, hashIndexRow } from './hash-index.ts'
 import { createVersionTargets } from './version-targets.ts'
 import { renderRawBody } from './render/body.ts'
-import { startSearchIndex } from './search-index.ts'
+import { startSearchIndex, type SearchIndexBeside } from './search-index.ts'
 import { copyVersionJson, type MemoSource } from './catalog-memo.ts'
 
 /** In-memory lookups the renderers of the static tree need (small: one entry per user/project). */
@@ -33,11 +33,19 @@ export interface CatalogMaps {
   projects: Map<string, ProjectRef>
 }
 
+/** A written catalog: the renderers' lookups, and its search index still being built beside (the caller finishes or closes it). */
+export interface WrittenCatalog {
+  maps: CatalogMaps
+  search: SearchIndexBeside
+}
+
 const PAGE = 2000
 
 /**
- * Fills the catalog database (staging stays attached for the blob list); returns the lookups used by
- * the static renderers. `step` is told when each part is done (progress lines).
+ * Fills the catalog database (staging stays attached for the blob list) but for its search index,
+ * which goes on being built on a connection of its own: returned with the lookups used by the static
+ * renderers, for the caller to copy in once the tree is rendered (index.ts) or to close. `step` is
+ * told when each part is done (progress lines).
  */
 export async function writeCatalog(
   ctx: BuildContext,
@@ -45,7 +53,7 @@ export async function writeCatalog(
   settings: RenderSettings,
   step: (done: string) => void = () => {},
   memo: MemoSource = { catalogFile: null, reason: 'not asked' },
-): Promise<CatalogMaps> {
+): Promise<WrittenCatalog> {
   await db.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${catalogSchema}`)
   await db.run(`ATTACH DATABASE ? AS staging`, [ctx.staging.file])
   await db.exec(`PRAGMA staging.cache_size = -${BUILD_CACHE_KIB}`)
@@ -59,7 +67,8 @@ export async function writeCatalog(
   await writeUserProfiles(db)
   step('rendered the projects and the users')
   // The search index needs the projects and users only: built on a connection of its own (its own
-  // SQLite thread, the other core once the checks are done) while this one renders the versions.
+  // SQLite thread, the other core once the checks are done) while this one renders the versions,
+  // and the build the tree.
   const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'))
   try {
     if (memo.catalogFile !== null) {
@@ -74,12 +83,11 @@ export async function writeCatalog(
     step('rendered the versions')
     await db.exec(catalogIndexes)
     step('indexed the catalog')
-    await search.finish()
-  } finally {
+  } catch (err) {
     await search.close()
+    throw err
   }
-  step('built the search index')
-  return { authors, projects }
+  return { maps: { authors, projects }, search }
 }
 
 async function writeReference(db: Db): Promise<void> {

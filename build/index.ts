@@ -5,6 +5,7 @@
 import path from 'node:path'
 import { renameSync, rmSync } from 'node:fs'
 import { writeCatalog, type CatalogMaps } from './catalog.ts'
+import type { SearchIndexBeside } from './search-index.ts'
 import { dropStagingLineage, keepStagingLineage, memoKey, resolveMemoSource, takeStagingLineage } from './catalog-memo.ts'
 import { formatCpu } from './cpu.ts'
 import type { BuildContext, BuildOptions, Problem } from './context.ts'
@@ -63,6 +64,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   let compaction: Promise<CompactedCatalog> | null = null
+  let search: SearchIndexBeside | null = null
   let versionReader: Promise<Db> | null = null
   let catalogReady: Promise<FileHash> | null = null
   let writer: ReleaseSink | null = null
@@ -113,7 +115,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     }
     let maps: CatalogMaps
     try {
-      maps = await writeCatalog(ctx, db, settings, catalogStep, memo)
+      ;({ maps, search } = await writeCatalog(ctx, db, settings, catalogStep, memo))
     } catch (err) {
       // A catalog that failed (or was interrupted) over source data with problems: the problems are the answer.
       await validation
@@ -129,9 +131,10 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     log(`Wrote the catalog database in ${secondsSince(started)}s${formatCpu(cpu)}`)
     // Compacted into a new file by a second connection while the tree is rendered (VACUUM in place
     // would write the whole database twice: to a temporary copy, then back through the journal). It
-    // reads on its own SQLite thread beside the renderers' queries; renamed over catalog.sqlite once
+    // reads on its own SQLite thread beside the renderers' queries; the search index, built on a
+    // third thread meanwhile, is copied into the compacted file; renamed over catalog.sqlite once
     // rendering is done, and sealRelease waits for it before it touches the catalog.
-    compaction = compactCatalog(catalogFile)
+    compaction = compactCatalog(catalogFile, search, () => log(`… built the search index beside the render and copied it into the compacted catalog after ${secondsSince(started)}s`))
     // Awaited below, or in the catch when the build fails first.
     compaction.catch(() => {})
     // The versions' hash owners are ranked on a reading connection of their own meanwhile.
@@ -196,6 +199,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await versionReader?.then((reader) => reader.close()).catch(() => {})
     await compaction?.catch(() => {})
     await catalogReady?.catch(() => {})
+    await search?.close().catch(() => {})
     await staging.close().catch(() => {})
     abortRelease(options.distDir, pending)
     if (err instanceof CatalogError) return { ok: false, problems: err.problems }
@@ -210,11 +214,12 @@ interface CompactedCatalog {
 }
 
 /**
- * `VACUUM INTO` a new file beside `catalogFile`, on a connection of its own, then its SHA-256 at
- * once, while its pages are still in memory: hashed at the seal, the 3.5 GB of the large catalog
- * came back from the disk and held the snapshot back for a minute (bench/results/BUILD-PROFILE.md).
+ * `VACUUM INTO` a new file beside `catalogFile`, on a connection of its own; the search index,
+ * once built, copied into it (`copied` is told) and its statistics added; then its SHA-256 at once,
+ * while its pages are still in memory: hashed at the seal, the 3.5 GB of the large catalog came
+ * back from the disk and held the snapshot back for a minute (bench/results/BUILD-PROFILE.md).
  */
-async function compactCatalog(catalogFile: string): Promise<CompactedCatalog> {
+async function compactCatalog(catalogFile: string, search: SearchIndexBeside, copied: () => void): Promise<CompactedCatalog> {
   const compact = `${catalogFile}.compact`
   const db = await openDb(catalogFile)
   try {
@@ -223,6 +228,16 @@ async function compactCatalog(catalogFile: string): Promise<CompactedCatalog> {
   } finally {
     await db.close()
   }
+  const out = await openDb(compact)
+  try {
+    await out.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;`)
+    await search.finish(out)
+    // The search tables' statistics; the others' came with the copy (sqlite_stat1 is a table).
+    await out.exec(`PRAGMA main.optimize(0x10002)`)
+  } finally {
+    await out.close()
+  }
+  copied()
   return { file: compact, hash: await hashFile(compact) }
 }
 

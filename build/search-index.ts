@@ -102,8 +102,8 @@ export async function dropSearchIndex(db: Db): Promise<void> {
 
 /** The search index being built beside the catalog (startSearchIndex). */
 export interface SearchIndexBeside {
-  /** Waits for the index, copies its tables into the catalog and removes its file. */
-  finish(): Promise<void>
+  /** Waits for the index, copies its tables into `target` (the catalog, or its compacted copy) and removes its file. */
+  finish(target: Db): Promise<void>
   /** Stops it (the build failed) and removes its file; nothing is copied. */
   close(): Promise<void>
 }
@@ -111,9 +111,10 @@ export interface SearchIndexBeside {
 /**
  * Starts the search index of the catalog `db` (its projects, users and project_facets complete) on
  * a connection of its own, in `file`, so SQLite builds it on another thread while `db` goes on with
- * the versions (bench/results/BUILD-PROFILE.md, Session 20). The catalog connection copies the
- * input into `file` first; finish() copies the finished tables back, each in the order it was made,
- * with the same rows and rowids as createSearchIndex on the catalog itself would give.
+ * the versions and the build renders the tree (bench/results/BUILD-PROFILE.md, Sessions 20 and
+ * 28). The catalog connection copies the input into `file` first; finish() copies the finished
+ * tables into the database it is given (the build: the compacted catalog), each in the order it was
+ * made, with the same rows and rowids as createSearchIndex on the catalog itself would give.
  */
 export async function startSearchIndex(db: Db, file: string): Promise<SearchIndexBeside> {
   rmSync(file, { force: true })
@@ -136,10 +137,10 @@ export async function startSearchIndex(db: Db, file: string): Promise<SearchInde
     await side.close()
   }
   return {
-    async finish() {
+    async finish(target) {
       await built
       await closeSide()
-      await copySearchTables(db, file)
+      await copySearchTables(target, file)
       rmSync(file, { force: true })
     },
     async close() {
