@@ -137,7 +137,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     compaction = compactCatalog(catalogFile, search, () => log(`… built the search index beside the render and copied it into the compacted catalog after ${secondsSince(started)}s`))
     // Awaited below, or in the catch when the build fails first.
     compaction.catch(() => {})
-    // The versions' hash owners are ranked on a reading connection of their own meanwhile.
+    // The versions are read on a connection of their own (its own SQLite thread).
     versionReader = prepareVersionFiles(catalogFile, BUILD_CACHE_KIB)
     versionReader.catch(() => {})
     await writeSiteFiles(db, writer)
@@ -145,7 +145,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await writeProjectFiles(db, maps, writer)
     const versions = await versionReader
     versionReader = null
-    await writeVersionFiles(versions, writer)
+    await writeVersionFiles(versions, writer, maps.hashOwners)
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
     await db.close()

@@ -5,6 +5,7 @@
  * spellings (project id, version id under a project, any case) reach the shim, which answers with
  * these same files: at the large catalog every extra name per version costs a million links.
  */
+import type { HashOwners } from '../catalog.ts'
 import { openDb, type Db } from '../db/sqlite.ts'
 import { renderRawBytes } from '../render/body.ts'
 import type { ReleaseSink } from '../release/write-sink.ts'
@@ -14,27 +15,13 @@ import { prefetchBatches } from './prefetch.ts'
 const BATCH = 2000
 
 /**
- * Opens a reading connection to the complete catalog and finds, on it, the version each file hash
- * resolves to (`temp.hash_owner`): a sort of every file's two hashes, 33 s of the large catalog's
- * render when it ran on the render's own connection, with nothing else to do meanwhile. Started as
- * soon as the catalog is written, it runs on its own SQLite thread while the site, users and
- * projects are rendered; writeVersionFiles then reads through it and closes it.
+ * Opens a reading connection to the complete catalog: writeVersionFiles reads through it, on its
+ * own SQLite thread, and closes it.
  */
 export async function prepareVersionFiles(catalogFile: string, cacheKib: number): Promise<Db> {
   const db = await openDb(catalogFile, { readonly: true })
   try {
-    await db.exec(`
-      PRAGMA cache_size = -${cacheKib};
-      CREATE TEMP TABLE hash_owner AS
-        SELECT hash, version_id FROM (
-          SELECT f.sha256 AS hash, f.version_id, row_number() OVER (PARTITION BY f.sha256 ORDER BY v.rank) AS rn
-          FROM files f JOIN versions v ON v.rowid = f.version_rowid
-          UNION ALL
-          SELECT f.sha1, f.version_id, row_number() OVER (PARTITION BY f.sha1 ORDER BY v.rank)
-          FROM files f JOIN versions v ON v.rowid = f.version_rowid WHERE f.sha1 IS NOT NULL
-        ) WHERE rn = 1;
-      CREATE INDEX temp.hash_owner_version ON hash_owner(version_id);
-    `)
+    await db.exec(`PRAGMA cache_size = -${cacheKib};`)
     return db
   } catch (err) {
     await db.close()
@@ -42,13 +29,28 @@ export async function prepareVersionFiles(catalogFile: string, cacheKib: number)
   }
 }
 
+/**
+ * The hashes a version answers for, from its files (rowid, sha256, sha1) and the owners ranked by
+ * the catalog (HashOwners): its SHA-256s, then its SHA-1s, each in ascending order.
+ */
+export function ownedHashes(files: readonly [number, string, string | null][], owners: HashOwners): string[] {
+  const sha256: string[] = []
+  const sha1: string[] = []
+  for (const [rowid, h256, h1] of files) {
+    const bits = owners[rowid] ?? 0
+    if (bits & 1) sha256.push(h256)
+    if (bits & 2 && h1 !== null) sha1.push(h1)
+  }
+  return [...sha256.sort(), ...sha1.sort()]
+}
+
 /** Writes every version's static files, reading through `db` from prepareVersionFiles (closed when done). */
-export async function writeVersionFiles(db: Db, writer: ReleaseSink): Promise<void> {
-  type Row = { rowid: number; id: string; number: string; project_id: string; slug: string; json: string; hashes: string }
+export async function writeVersionFiles(db: Db, writer: ReleaseSink, owners: HashOwners): Promise<void> {
+  type Row = { rowid: number; id: string; number: string; project_id: string; slug: string; json: string; files: string }
   const batches = prefetchBatches(0, async (last: number) => {
     const rows = await db.all<Row>(
       `SELECT v.rowid, v.id, v.version_number AS number, v.project_id, p.slug, v.json,
-         (SELECT json_group_array(hash) FROM hash_owner h WHERE h.version_id = v.id) AS hashes
+         (SELECT json_group_array(json_array(f.rowid, f.sha256, f.sha1)) FROM files f WHERE f.version_id = v.id) AS files
        FROM versions v JOIN projects p ON p.id = v.project_id
        WHERE v.rowid > ? ORDER BY v.rowid LIMIT ${BATCH}`,
       [last],
@@ -61,7 +63,7 @@ export async function writeVersionFiles(db: Db, writer: ReleaseSink): Promise<vo
         const names = [
           apiFile(`/versions/${r.id}`),
           apiFile(`/projects/${r.slug}/versions/${r.number}`),
-          ...(JSON.parse(r.hashes) as string[]).map((h) => apiFile(`/version-files/${h}`)),
+          ...ownedHashes(JSON.parse(r.files) as [number, string, string | null][], owners).map((h) => apiFile(`/version-files/${h}`)),
         ]
         writer.write(names, renderRawBytes(r.json))
       }
