@@ -33,6 +33,11 @@ export interface CatalogMaps {
   projects: Map<string, ProjectRef>
   /** The hashes each version answers for under /version-files (writeHashIndex). */
   hashOwners: HashOwners
+  /**
+   * Whether a version's body (by its rowid) is the live release's: its JSON was reused from it
+   * (catalog-memo.ts), so the content store has the body. Always false without reuse.
+   */
+  storedVersion: (rowid: number) => boolean
 }
 
 /** A written catalog: the renderers' lookups, and its search index still being built beside (the caller finishes or closes it). */
@@ -72,16 +77,19 @@ export async function writeCatalog(
   // SQLite thread, the other core once the checks are done) while this one renders the versions,
   // and the build the tree.
   const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'))
+  let storedVersion: CatalogMaps['storedVersion'] = () => false
   try {
+    let reused: Awaited<ReturnType<typeof copyVersionJson>> = null
     if (memo.catalogFile !== null) {
-      const reused = await copyVersionJson(db, memo.catalogFile)
+      reused = await copyVersionJson(db, memo.catalogFile)
       step(
         reused
           ? `reused ${reused.reused} versions' JSON from release ${memo.release} (${reused.render} to render)`
           : `reused no versions' JSON from release ${memo.release}: a reference file changed`,
       )
     }
-    await writeVersionJson(db, settings, projects)
+    const rendered = await writeVersionJson(db, settings, projects)
+    storedVersion = reused ? (rowid) => rendered[rowid] !== 1 : () => false
     step('rendered the versions')
     await db.exec(catalogIndexes)
     step('indexed the catalog')
@@ -89,7 +97,7 @@ export async function writeCatalog(
     await search.close()
     throw err
   }
-  return { maps: { authors, projects, hashOwners }, search }
+  return { maps: { authors, projects, hashOwners, storedVersion }, search }
 }
 
 async function writeReference(db: Db): Promise<void> {
@@ -283,8 +291,13 @@ async function writeProjects(db: Db, authors: Map<string, Author>): Promise<Map<
   return refs
 }
 
-/** Renders every visible version without JSON yet (all of them, unless copyVersionJson reused some); the JSON is what the shim returns for it. */
-async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<string, ProjectRef>): Promise<void> {
+/**
+ * Renders every visible version without JSON yet (all of them, unless copyVersionJson reused some);
+ * the JSON is what the shim returns for it. Returns the rowids it rendered, marked 1.
+ */
+async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<string, ProjectRef>): Promise<Uint8Array> {
+  const { top } = (await db.get<{ top: number | null }>(`SELECT max(rowid) AS top FROM versions`))!
+  const rendered = new Uint8Array((top ?? 0) + 1)
   let last = 0
   for (;;) {
     const rows = await db.all<{ rowid: number; id: string; source_json: string; downloads: number }>(
@@ -301,6 +314,7 @@ async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<
     const resolved = new Map(depRows.map((d) => [`${d.version_id}/${d.position}`, d]))
     const out: [string, string, string][] = []
     for (const row of rows) {
+      rendered[row.rowid] = 1
       const version = JSON.parse(row.source_json) as NormalisedVersion
       const deps: ResolvedDependency[] = version.dependencies.map((source, i) => {
         const r = resolved.get(`${version.id}/${i}`)
@@ -311,6 +325,7 @@ async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<
     }
     await db.run(`UPDATE versions SET json = j.value->>1, body_etag = j.value->>2 FROM json_each(?) j WHERE versions.id = j.value->>0`, [JSON.stringify(out)])
   }
+  return rendered
 }
 
 async function writeUserProfiles(db: Db): Promise<void> {

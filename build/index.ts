@@ -145,7 +145,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await writeProjectFiles(db, maps, writer)
     const versions = await versionReader
     versionReader = null
-    await writeVersionFiles(versions, writer, maps.hashOwners)
+    await writeVersionFiles(versions, writer, maps.hashOwners, maps.storedVersion)
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
     await db.close()

@@ -129,9 +129,11 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
     get pid() {
       return child.pid
     },
-    write(names, bytes) {
+    write(names, bytes, stored) {
       const sha256 = hashBody(bytes)
       recorder.record(names, sha256, bytes.length, false, bytes)
+      // Over a recycled tree the process would only find a stored body in the store: not sent.
+      if (stored && recycled) return
       batch.sizes.push(bytes.length)
       batch.chunks.push(bytes)
       batch.size += bytes.length

@@ -20,8 +20,12 @@ export interface WriterUsage {
 
 /** The release writer as the renderers see it. */
 export interface ReleaseSink {
-  /** Writes bytes under the first name and hard-links the others to it (ReleaseWriter.write). */
-  write(names: readonly string[], bytes: Buffer): void
+  /**
+   * Writes bytes under the first name and hard-links the others to it (ReleaseWriter.write).
+   * `stored`: the live release has this body, so the content store has it too; over a recycled
+   * tree, whose names are put at the seal, nothing is then done in the tree for it.
+   */
+  write(names: readonly string[], bytes: Buffer, stored?: boolean): void
   /** Copies a blob from the source catalog under a name (ReleaseWriter.copy). */
   copy(name: string, source: string): void
   /** Resolves when the writes queued so far are few enough to render more: call it once per batch. */
@@ -92,7 +96,7 @@ export function applyWriteBatch(tree: ReleaseTree, batch: WriteBatch): number {
 export function createLocalSink(releaseDir: string, onProgress: (stats: WriteStats) => void, storeDir: string | null, options: RecorderOptions = {}, recycled = false): ReleaseSink {
   const writer = createReleaseWriter(releaseDir, onProgress, storeDir, options, recycled)
   return {
-    write: (names, bytes) => writer.write(names, bytes),
+    write: (names, bytes, stored) => writer.write(names, bytes, stored),
     copy: (name, source) => writer.copy(name, source),
     drain: async () => {},
     finish: async () => ({ stats: writer.finish(), usage: null }),

@@ -35,8 +35,8 @@ export interface WriteStats {
 
 /** Writes names into one release folder. */
 export interface ReleaseWriter {
-  /** Writes bytes under the first name and hard-links the others to it. */
-  write(names: readonly string[], bytes: Buffer): void
+  /** Writes bytes under the first name and hard-links the others to it; `stored`: see ReleaseSink.write. */
+  write(names: readonly string[], bytes: Buffer, stored?: boolean): void
   /** Copies a blob from the source catalog under a name. */
   copy(name: string, source: string): void
   /** Closes the manifest; returns the totals. */
@@ -77,9 +77,10 @@ export function createReleaseWriter(releaseDir: string, onProgress: (stats: Writ
   const tree = createReleaseTree(releaseDir, storeDir, recycled)
   const recorder = createManifestRecorder(releaseDir, onProgress, options)
   return {
-    write(names, bytes) {
+    write(names, bytes, stored) {
       const sha256 = hashBody(bytes)
-      recorder.record(names, sha256, bytes.length, tree.put(names, bytes, sha256), bytes)
+      // Over a recycled tree a stored body needs nothing from the tree: put would only find it in the store.
+      recorder.record(names, sha256, bytes.length, stored && recycled ? false : tree.put(names, bytes, sha256), bytes)
     },
     copy(name, source) {
       const { sha256, size } = describeCopy(name, source)

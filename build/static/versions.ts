@@ -44,8 +44,11 @@ export function ownedHashes(files: readonly [number, string, string | null][], o
   return [...sha256.sort(), ...sha1.sort()]
 }
 
-/** Writes every version's static files, reading through `db` from prepareVersionFiles (closed when done). */
-export async function writeVersionFiles(db: Db, writer: ReleaseSink, owners: HashOwners): Promise<void> {
+/**
+ * Writes every version's static files, reading through `db` from prepareVersionFiles (closed when
+ * done); `stored`: whether a version's body (by rowid) is known to be in the content store.
+ */
+export async function writeVersionFiles(db: Db, writer: ReleaseSink, owners: HashOwners, stored: (rowid: number) => boolean = () => false): Promise<void> {
   type Row = { rowid: number; id: string; number: string; project_id: string; slug: string; json: string; files: string }
   const batches = prefetchBatches(0, async (last: number) => {
     const rows = await db.all<Row>(
@@ -65,7 +68,7 @@ export async function writeVersionFiles(db: Db, writer: ReleaseSink, owners: Has
           apiFile(`/projects/${r.slug}/versions/${r.number}`),
           ...ownedHashes(JSON.parse(r.files) as [number, string, string | null][], owners).map((h) => apiFile(`/version-files/${h}`)),
         ]
-        writer.write(names, renderRawBytes(r.json))
+        writer.write(names, renderRawBytes(r.json), stored(r.rowid))
       }
       await writer.drain()
     }
