@@ -10,10 +10,8 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
-import { openDb } from '../build/db/sqlite.ts'
 import { rereleaseRelease } from '../build/release/rerelease.ts'
-import { counterSchema } from '../shim/download-counter.ts'
-import { buildRelease, copySampleData, readManifestOf, type BuiltRelease } from './harness.ts'
+import { buildRelease, copySampleData, readManifestOf, writeIrisCounters, type BuiltRelease } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'catalog-memo-test-'))
 const data = copySampleData(root)
@@ -126,11 +124,7 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
 
   it('renders the versions whose download counts changed (counters), and only the ones it must', async () => {
     const counters = path.join(root, 'counters.sqlite')
-    const db = await openDb(counters)
-    await db.exec(counterSchema)
-    const iris = JSON.parse(readFileSync(path.join(data, 'projects/iris/versions/1.7.1+1.21.json'), 'utf8'))
-    await db.run(`INSERT INTO file_downloads VALUES (?, 777)`, [iris.files[0].id])
-    await db.close()
+    const iris = { id: await writeIrisCounters(counters, data) }
     const before = await rebuild()
     expect(reuseLine()).toEqual([expect.any(Number), 0])
     const rebuilt = await rebuild({ countersFile: counters })

@@ -18,6 +18,7 @@ import { pointerSchema, type DiffCounts, type Pointer } from '../build/release/f
 import { hashBytes, parseChanges, readGzipText, type Change } from '../build/release/manifest.ts'
 import { errorSchema, type Version } from '../build/schema/api.ts'
 import { createShimListener } from '../shim/app.ts'
+import { counterSchema } from '../shim/download-counter.ts'
 import { resolveShimOptions, type ShimOptions } from '../shim/config.ts'
 import { createShimContext, type ShimContext, type ShimDependencies } from '../shim/context.ts'
 import { configureServer } from '../shim/server.ts'
@@ -208,6 +209,19 @@ export async function buildRelease(dataDir: string, distDir: string, overrides: 
   if (!result.ok) throw new Error(result.problems.map((p) => `${p.file}: ${p.path}: ${p.message}`).join('\n'))
   const pointer = pointerSchema.parse(JSON.parse(readFileSync(path.join(result.releaseDir, 'public/mirror/pointer.json'), 'utf8')))
   return { pointer, changes: result.changes, releaseDir: result.releaseDir }
+}
+
+/**
+ * Writes a download counter database (the shim's schema) at `file` giving Iris 1.7.1's first file
+ * 777 downloads; returns that version's id.
+ */
+export async function writeIrisCounters(file: string, dataDir: string): Promise<string> {
+  const db = await openDb(file)
+  await db.exec(counterSchema)
+  const iris = JSON.parse(readFileSync(path.join(dataDir, 'projects/iris/versions/1.7.1+1.21.json'), 'utf8')) as { id: string; files: { id: string }[] }
+  await db.run(`INSERT INTO file_downloads VALUES (?, 777)`, [iris.files[0]!.id])
+  await db.close()
+  return iris.id
 }
 
 /** Sets the summary of a sample project in a copied catalog. */

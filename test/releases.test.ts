@@ -13,11 +13,9 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
 import { ConfigError } from '../build/env.ts'
 import type { BuildOptions } from '../build/context.ts'
-import { openDb } from '../build/db/sqlite.ts'
 import { manifestIndexSchema, pointerSchema, type Pointer } from '../build/release/formats.ts'
 import { hashBytes, parseShard, readGzipText, shardFile, shardOf } from '../build/release/manifest.ts'
 import { removeTree } from '../build/remove-tree.ts'
-import { counterSchema } from '../shim/download-counter.ts'
 import {
   addSodiumVersion,
   buildRelease,
@@ -25,6 +23,7 @@ import {
   editSummary,
   readChangesOf,
   readManifestOf,
+  writeIrisCounters,
   type BuiltRelease,
 } from './harness.ts'
 
@@ -106,11 +105,7 @@ describe('incremental releases', () => {
 
   it('after download counts are folded in rewrites only the bodies that show them', async () => {
     const counters = path.join(root, 'counters.sqlite')
-    const db = await openDb(counters)
-    await db.exec(counterSchema)
-    const iris = JSON.parse(readFileSync(path.join(data, 'projects/iris/versions/1.7.1+1.21.json'), 'utf8'))
-    await db.run(`INSERT INTO file_downloads VALUES (?, 777)`, [iris.files[0].id])
-    await db.close()
+    const iris = { id: await writeIrisCounters(counters, data) }
     const { pointer } = await build({ countersFile: counters })
     const { changed, same } = diffManifests(release('00000003'), release('00000004'))
     expect(changed).toEqual(expect.arrayContaining(['public/api/v1/projects/iris.json', `public/api/v1/versions/${iris.id}.json`, 'public/api/v1/statistics.json']))
