@@ -31,7 +31,7 @@
  *   or key, and nothing is reused.
  * - The result is the same catalog, byte for byte, as a full build's (test/catalog-memo.test.ts).
  */
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -48,12 +48,17 @@ export type StagingLineage = z.infer<typeof lineageSchema>
 const FORMAT = '1'
 const BUILD_DIR = path.dirname(fileURLToPath(import.meta.url))
 
-/** The key of the versions' JSON this build's code renders with these base URLs: SHA-256 of every build source file and the URLs. */
+/**
+ * The key of the versions' JSON this build's code renders with these base URLs: SHA-256 of every
+ * build source file (TypeScript or compiled) and the URLs. Without a source file to read, a key no
+ * later build has: nothing is reused rather than JSON rendered by other code.
+ */
 export function memoKey(baseUrl: string, filesBaseUrl: string): string {
   const hash = createHash('sha256').update(`${FORMAT}\0${baseUrl}\0${filesBaseUrl}\0`)
   const files = readdirSync(BUILD_DIR, { recursive: true, encoding: 'utf8' })
-    .filter((f) => f.endsWith('.ts'))
+    .filter((f) => /\.(ts|js|mjs)$/.test(f))
     .sort()
+  if (files.length === 0) hash.update(randomUUID())
   for (const f of files) hash.update(f).update('\0').update(readFileSync(path.join(BUILD_DIR, f))).update('\0')
   return hash.digest('hex')
 }
