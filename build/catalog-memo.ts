@@ -63,13 +63,9 @@ export function memoKey(baseUrl: string, filesBaseUrl: string): string {
   return hash.digest('hex')
 }
 
-function lineageFile(distDir: string): string {
-  return path.join(path.dirname(stagingCachePaths(distDir).file), 'staging.lineage')
-}
-
 /** Reads and removes the lineage of the kept staging (call before the staging is taken); null when there is none or it is unreadable. */
 export function takeStagingLineage(distDir: string): StagingLineage | null {
-  const file = lineageFile(distDir)
+  const file = stagingCachePaths(distDir).lineage
   if (!existsSync(file)) return null
   let lineage: StagingLineage | null
   try {
@@ -83,14 +79,9 @@ export function takeStagingLineage(distDir: string): StagingLineage | null {
 
 /** Records that the kept staging of `distDir` is the one the release with catalog `catalogSha256` was built from. */
 export function keepStagingLineage(distDir: string, lineage: StagingLineage): void {
-  const file = lineageFile(distDir)
+  const file = stagingCachePaths(distDir).lineage
   writeFileSync(`${file}.tmp`, JSON.stringify(lineageSchema.parse(lineage)) + '\n')
   renameSync(`${file}.tmp`, file)
-}
-
-/** Removes the lineage file of `distDir`, if any. */
-export function dropStagingLineage(distDir: string): void {
-  rmSync(lineageFile(distDir), { force: true })
 }
 
 /** Where a rebuild reuses versions' JSON from, or why it does not. */
@@ -98,10 +89,11 @@ export type MemoSource = { catalogFile: string; release: string } | { catalogFil
 
 /**
  * The previous release's catalog when the kept staging was built into it with the same key;
- * otherwise the reason there is none. `kept`: staging was kept from the last build.
+ * otherwise the reason there is none. `kept`: staging was kept from the last build; `key`: this
+ * build's memoKey, null when it keeps no staging.
  */
-export function resolveMemoSource(kept: boolean, lineage: StagingLineage | null, previousDir: string | null, key: string): MemoSource {
-  if (!kept) return { catalogFile: null, reason: 'no staging kept' }
+export function resolveMemoSource(kept: boolean, lineage: StagingLineage | null, previousDir: string | null, key: string | null): MemoSource {
+  if (!kept || key === null) return { catalogFile: null, reason: 'no staging kept' }
   if (!lineage) return { catalogFile: null, reason: 'the kept staging names no release' }
   if (!previousDir) return { catalogFile: null, reason: 'no live release' }
   if (lineage.key !== key) return { catalogFile: null, reason: 'the code or the base URLs changed since' }

@@ -6,7 +6,7 @@ import path from 'node:path'
 import { renameSync, rmSync } from 'node:fs'
 import { writeCatalog, type CatalogMaps } from './catalog.ts'
 import type { SearchIndexBeside } from './search-index.ts'
-import { dropStagingLineage, keepStagingLineage, memoKey, resolveMemoSource, takeStagingLineage } from './catalog-memo.ts'
+import { keepStagingLineage, memoKey, resolveMemoSource, takeStagingLineage } from './catalog-memo.ts'
 import { formatCpu } from './cpu.ts'
 import type { BuildContext, BuildOptions, Problem } from './context.ts'
 import { openDb, type Db } from './db/sqlite.ts'
@@ -52,15 +52,12 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   const stagingFile = path.join(pending.dir, 'staging.sqlite')
   // BUILD_STAGING_CACHE=0: no cache is used (no key is needed), and one left by earlier builds is removed.
   const stagingKey = options.stagingCache ? stagingCacheKey(options.dataDir) : null
-  if (stagingKey === null) {
-    dropStagingCache(options.distDir)
-    dropStagingLineage(options.distDir)
-  }
+  if (stagingKey === null) dropStagingCache(options.distDir)
   // Taken (read and removed) before the staging: the lineage names the release the kept staging was built into.
   const lineage = stagingKey === null ? null : takeStagingLineage(options.distDir)
   const kept = stagingKey !== null && takeStagingCache(options.distDir, stagingFile, stagingKey)
   const renderKey = stagingKey === null ? null : memoKey(options.baseUrl, options.filesBaseUrl)
-  const memo = renderKey === null ? ({ catalogFile: null, reason: 'no staging kept' } as const) : resolveMemoSource(kept, lineage, pending.previousDir, renderKey)
+  const memo = resolveMemoSource(kept, lineage, pending.previousDir, renderKey)
   const staging = await openDb(stagingFile)
   const ctx: BuildContext = { options, problems: [], staging, releaseDir: pending.dir }
   let compaction: Promise<CompactedCatalog> | null = null
@@ -184,7 +181,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       log,
     })
     // The kept staging is this release's: the next build may reuse its versions' JSON (catalog-memo.ts).
-    if (stagingKey !== null && renderKey !== null) keepStagingLineage(options.distDir, { catalogSha256: release.catalog.sha256, key: renderKey })
+    if (renderKey !== null) keepStagingLineage(options.distDir, { catalogSha256: release.catalog.sha256, key: renderKey })
     const seconds = Number(secondsSince(started))
     const c = changes
     log(

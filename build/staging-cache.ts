@@ -27,10 +27,10 @@ const FORMAT = '1'
 /** Files whose code decides the rows of a record file (relative to build/). */
 const KEYED_SOURCES = ['load-records.ts', 'load.ts', 'staging-cache.ts', 'static-paths.ts', 'db/schema.ts', 'schema/source.ts', 'schema/api.ts']
 
-/** The cache of a dist folder. */
-export function stagingCachePaths(distDir: string): { file: string; key: string } {
+/** The cache of a dist folder; `lineage`: the release it was built into (catalog-memo.ts). */
+export function stagingCachePaths(distDir: string): { file: string; key: string; lineage: string } {
   const dir = path.join(distDir, '.cache')
-  return { file: path.join(dir, 'staging.sqlite'), key: path.join(dir, 'staging.key') }
+  return { file: path.join(dir, 'staging.sqlite'), key: path.join(dir, 'staging.key'), lineage: path.join(dir, 'staging.lineage') }
 }
 
 /** The key of staging rows made by this build's code from `dataDir`. */
@@ -72,6 +72,7 @@ export function keepStagingCache(distDir: string, stagingFile: string, key: stri
 export function dropStagingCache(distDir: string): void {
   const cache = stagingCachePaths(distDir)
   rmSync(cache.key, { force: true })
+  rmSync(cache.lineage, { force: true })
   rmSync(cache.file, { force: true })
 }
 
