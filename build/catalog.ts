@@ -165,13 +165,17 @@ async function forEachRowInPages<T>(db: Db, sql: string, each: (row: T & { rowid
 }
 
 /**
- * Which file rows carry the hashes their version answers for under `/version-files/{hash}`: bit 1
- * the file's SHA-256, bit 2 its SHA-1, indexed by the file's rowid. A hash resolves to the newest
+ * Which file rows carry the hashes their version answers for under `/version-files/{hash}`:
+ * OWNS_SHA256 and OWNS_SHA1 bits, indexed by the file's rowid. A hash resolves to the newest
  * version (lowest rank) holding it; a hash is never in two projects (validate.ts), so that is
  * decided project by project. 1.2 MB at the large catalog, where the same ranking in SQL (a sort of
  * 2.4 million hashes) cost 33 s of CPU on the render's second core.
  */
 export type HashOwners = Uint8Array
+/** The HashOwners bit of a file row whose SHA-256 its version answers for. */
+export const OWNS_SHA256 = 1
+/** The HashOwners bit of a file row whose SHA-1 its version answers for. */
+export const OWNS_SHA1 = 2
 
 /**
  * Stores the index of every file's hashes (build/hash-index.ts), read from the files table in pages:
@@ -203,10 +207,10 @@ async function writeHashIndex(db: Db): Promise<HashOwners> {
         project = row.project_id
       }
       index.add(row.sha256, row.version_rowid, row.rank)
-      offer(row.sha256, row.rowid, 1, row.rank)
+      offer(row.sha256, row.rowid, OWNS_SHA256, row.rank)
       if (row.sha1 !== null) {
         index.add(row.sha1, row.version_rowid, row.rank)
-        offer(row.sha1, row.rowid, 2, row.rank)
+        offer(row.sha1, row.rowid, OWNS_SHA1, row.rank)
       }
     },
   )

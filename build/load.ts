@@ -164,7 +164,7 @@ const touchedColumns: Record<RecordKindName, string> = {
   types: 'file, NULL',
   gameVersions: 'file, NULL',
   users: 'id, NULL',
-  projects: 'id, id',
+  projects: 'id, NULL',
   versions: 'id, project_id',
 }
 

@@ -5,7 +5,7 @@
  * spellings (project id, version id under a project, any case) reach the shim, which answers with
  * these same files: at the large catalog every extra name per version costs a million links.
  */
-import type { HashOwners } from '../catalog.ts'
+import { OWNS_SHA1, OWNS_SHA256, type HashOwners } from '../catalog.ts'
 import { openDb, type Db } from '../db/sqlite.ts'
 import { renderRawBytes } from '../render/body.ts'
 import type { ReleaseSink } from '../release/write-sink.ts'
@@ -38,8 +38,8 @@ export function ownedHashes(files: readonly [number, string, string | null][], o
   const sha1: string[] = []
   for (const [rowid, h256, h1] of files) {
     const bits = owners[rowid] ?? 0
-    if (bits & 1) sha256.push(h256)
-    if (bits & 2 && h1 !== null) sha1.push(h1)
+    if (bits & OWNS_SHA256) sha256.push(h256)
+    if (bits & OWNS_SHA1 && h1 !== null) sha1.push(h1)
   }
   return [...sha256.sort(), ...sha1.sort()]
 }
