@@ -81,8 +81,8 @@ describe('load worker', () => {
     expect(a.pointer.snapshot?.size).toBeGreaterThan(100_000)
     expect(a.pointer.files).toBeGreaterThan(500)
     for (const worker of ['archive', 'snapshot']) {
-      // The archive worker adds how many members it copied from the previous archive (none here: no previous release).
-      const tail = worker === 'archive' ? '; 0 of \\d+ members copied from the previous archive' : ''
+      // Each worker adds what it copied from the previous release's file (nothing here: no previous release).
+      const tail = worker === 'archive' ? '; 0 of \\d+ members copied from the previous archive' : '; no previous snapshot: \\d+ bodies and \\d+ names inserted'
       expect(logs.some((l) => new RegExp(`^The ${worker} worker used [\\d.]+s of CPU, peak RSS \\d+ MB${tail}$`).test(l)), `${worker}\n${logs.join('\n')}`).toBe(true)
       expect(mainLogs.some((l) => l.startsWith(`The ${worker} worker`)), worker).toBe(false)
     }

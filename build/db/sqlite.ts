@@ -40,11 +40,13 @@ export interface OpenDbOptions {
    * of CPU for the 100-hash lookup at the large catalog (bench/results/PROFILE.md, Session 17).
    */
   statementCache?: number
+  /** `file:` URIs in ATTACH (`?mode=ro` attaches a database read-only); off by default, as in SQLite. */
+  uri?: boolean
 }
 
 /** Opens (or creates) a database file. */
 export function openDb(file: string, options: OpenDbOptions = {}): Promise<Db> {
-  const mode = options.readonly ? sqlite3.OPEN_READONLY : sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE
+  const mode = (options.readonly ? sqlite3.OPEN_READONLY : sqlite3.OPEN_READWRITE | sqlite3.OPEN_CREATE) | (options.uri ? sqlite3.OPEN_URI : 0)
   return new Promise((resolve, reject) => {
     const raw = new sqlite3.Database(file, mode, (err) => {
       if (err) return reject(err)

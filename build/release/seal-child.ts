@@ -11,6 +11,7 @@ import { readPeakRssBytes } from '../cpu.ts'
 import type { PreviousArchive } from './archive.ts'
 import type { BodyPackFiles } from './body-pack.ts'
 import type { FileHash } from './hash-file.ts'
+import type { PreviousSnapshot } from './snapshot.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
 
 /** A file's SHA-256 and size (hash-file.ts FileHash) as a worker sends or takes it. */
@@ -53,13 +54,10 @@ export function writeSnapshotInChild(
   target: string,
   catalogSha256: string,
   pack: BodyPackFiles | null = null,
+  previous: PreviousSnapshot | null = null,
 ): Promise<SealWorkerUsage> {
-  const args = [releaseDir, orderFile, pathOrderFile, target, catalogSha256, ...packArgs(pack)]
+  const args = [releaseDir, orderFile, pathOrderFile, target, catalogSha256, JSON.stringify({ pack, previous })]
   return runSealWorker(new URL('./snapshot-worker.ts', import.meta.url), args, `snapshot worker exited (%s); BUILD_SNAPSHOT_WORKER=0 writes the snapshot in the build's own process`)
-}
-
-function packArgs(pack: BodyPackFiles | null): string[] {
-  return pack ? [pack.pack, pack.sortedIndex] : []
 }
 
 /** Runs a seal worker to its end; `failure` (with %s for the exit code or signal) heads the error, followed by the tail of its stderr. */

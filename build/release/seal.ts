@@ -24,7 +24,7 @@ import type { ReleaseOptions } from './options.ts'
 import { createReconciler, type RecycledTree } from './recycle.ts'
 import { writeManifest } from './seal-manifest.ts'
 import { writeArchiveInChild, writeSnapshotInChild, type SealWorkerUsage } from './seal-child.ts'
-import { writeSnapshot } from './snapshot.ts'
+import { writeSnapshot, type PreviousSnapshot } from './snapshot.ts'
 import { linkOrCopy, type WriteStats } from './writer.ts'
 
 /** What sealing needs to know about the release. */
@@ -128,11 +128,14 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const [[bodyOrder, pathOrder, pack], catalog] = await Promise.all([orders, catalogTask])
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     const target = path.join(releaseDir, name)
+    // The previous release's snapshot: the bodies and names it already holds are copied, not inserted again.
+    const previous: PreviousSnapshot | null =
+      previousDir && before?.snapshot ? { snapshot: path.join(previousDir, 'public', before.snapshot.path), expected: { sha256: before.snapshot.sha256, size: before.snapshot.size } } : null
     // Hashed by writeSnapshot beside its check; the size is checked again by seal().
     const written = await writeExtra(
       'snapshot',
-      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack) : null,
-      () => writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack),
+      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack, previous) : null,
+      () => writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack, previous),
     )
     const ref = await seal(name, before?.snapshot, written)
     input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)

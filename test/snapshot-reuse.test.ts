@@ -1,0 +1,126 @@
+/**
+ * A rebuild's offline snapshot copies from the previous release's snapshot every body it still has
+ * and every run of names whose body did not change (build/release/snapshot.ts), and must be the
+ * same bytes as the snapshot of a full build of the same data. A previous snapshot that is gone or
+ * whose bytes are not those its release gives is not used, and the snapshot is still right.
+ */
+import { readFileSync, rmSync, openSync, writeSync, closeSync, mkdtempSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openDb } from '../build/db/sqlite.ts'
+import { precedes } from '../build/release/snapshot.ts'
+import { addSodiumVersion, buildRelease, copySampleData, editSummary, readManifestOf, type BuiltRelease } from './harness.ts'
+
+const root = mkdtempSync(path.join(os.tmpdir(), 'snapshot-reuse-test-'))
+const data = copySampleData(root)
+const dist = path.join(root, 'dist')
+let logs: string[] = []
+let fullRuns = 0
+
+const rebuild = (): Promise<BuiltRelease> => {
+  logs = []
+  return buildRelease(data, dist, { log: (l) => logs.push(l) })
+}
+/** The snapshot's SHA-256 from a full build of the same data into a dist of its own. */
+const fullSnapshot = async (): Promise<string> => (await buildRelease(data, path.join(root, `full-${++fullRuns}`))).pointer.snapshot!.sha256
+
+/** The build log's line on what the snapshot copied: [bodies copied, bodies, names copied, names], or null. */
+function reuse(): [number, number, number, number] | null {
+  const m = logs.map((l) => l.match(/(\d+) of (\d+) bodies and (\d+) of (\d+) names copied from the previous snapshot$/)).find((x) => x)
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])] : null
+}
+const notReused = (): string | undefined => logs.find((l) => l.includes('the previous snapshot was not reused: '))
+
+function snapshotFile(built: BuiltRelease): string {
+  return path.join(built.releaseDir, 'public', built.pointer.snapshot!.path)
+}
+
+beforeAll(async () => {
+  // Files changed within the last 2 s are read again by every build (racy): let the copy age.
+  await sleep(2100)
+})
+
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+
+describe("a rebuild's snapshot copied from the previous one", () => {
+  let live: BuiltRelease
+
+  it('copies what did not change, inserts the rest, and is the bytes of a full build', async () => {
+    const first = await rebuild()
+    expect(logs.some((l) => /no previous snapshot: \d+ bodies and \d+ names inserted$/.test(l)), logs.join('\n')).toBe(true)
+    // Bodies changed (a summary), added (a version and its jar) and removed (a project and its files).
+    editSummary(data, 'iris', 'Shaders, rendered fast: a summary the first release did not have.')
+    addSodiumVersion(data)
+    rmSync(path.join(data, 'projects', 'archipelago-survival'), { recursive: true })
+    live = await rebuild()
+    const counts = reuse()
+    expect(counts, logs.join('\n')).not.toBeNull()
+    const [bodiesCopied, bodies, namesCopied, names] = counts!
+    expect(bodiesCopied).toBeGreaterThan(bodies / 2)
+    expect(bodiesCopied).toBeLessThan(bodies)
+    expect(namesCopied).toBeGreaterThan(names / 2)
+    expect(namesCopied).toBeLessThan(names)
+    expect(live.pointer.snapshot!.sha256).not.toBe(first.pointer.snapshot!.sha256)
+    expect(live.pointer.snapshot!.sha256).toBe(await fullSnapshot())
+
+    // Every served name, with its body, and nothing else: the removed project's pages are gone.
+    const api = [...readManifestOf(live.releaseDir)].filter(([name]) => name.startsWith('public/api/'))
+    expect(names).toBe(api.length)
+    const db = await openDb(snapshotFile(live), { readonly: true })
+    try {
+      const rows = await db.all<{ path: string; sha256: string; size: number }>(`SELECT path, sha256, length(body) AS size FROM static_paths JOIN static_bodies USING (sha256) ORDER BY path`)
+      expect(rows.map((r) => [r.path, { sha256: r.sha256, size: r.size }])).toEqual(api.sort(([a], [b]) => (a < b ? -1 : 1)))
+      expect(rows.some((r) => r.path.includes('archipelago-survival'))).toBe(false)
+      const [{ n }] = (await db.all<{ n: number }>(`SELECT count(*) AS n FROM static_bodies`)) as [{ n: number }]
+      expect(n).toBe(bodies)
+    } finally {
+      await db.close()
+    }
+  })
+
+  it('is the same file again when nothing changed', async () => {
+    const again = await rebuild()
+    const [bodiesCopied, bodies, namesCopied, names] = reuse()!
+    expect([bodiesCopied, namesCopied]).toEqual([bodies, names])
+    expect(again.pointer.snapshot).toEqual({ ...live.pointer.snapshot!, path: again.pointer.snapshot!.path })
+    live = again
+  })
+
+  it('does not copy from a previous snapshot whose bytes are not those its release gives', async () => {
+    // One byte of a body inside the live snapshot, flipped in place (the size stays): as bit rot would.
+    const file = snapshotFile(live)
+    const bytes = readFileSync(file)
+    const at = bytes.indexOf('Shaders, rendered fast')
+    expect(at).toBeGreaterThan(0)
+    const fd = openSync(file, 'r+')
+    writeSync(fd, Buffer.from('s'), 0, 1, at)
+    closeSync(fd)
+    editSummary(data, 'sodium', 'A summary edited once the snapshot rotted.')
+    live = await rebuild()
+    expect(reuse()).toBeNull()
+    expect(notReused(), logs.join('\n')).toMatch(/is not the file its release gives \(SHA-256 [0-9a-f]{64}\)$/)
+    expect(live.pointer.snapshot!.sha256).toBe(await fullSnapshot())
+    expect(readFileSync(snapshotFile(live)).indexOf('Shaders, rendered fast')).toBeGreaterThan(0)
+  })
+
+  it('inserts every body when the previous snapshot is gone', async () => {
+    rmSync(snapshotFile(live))
+    editSummary(data, 'sodium', 'A summary edited once the snapshot was gone.')
+    const built = await rebuild()
+    expect(notReused(), logs.join('\n')).toMatch(/no snapshot at .*snapshot-\d{8}\.sqlite$/)
+    expect(built.pointer.snapshot!.sha256).toBe(await fullSnapshot())
+  })
+})
+
+describe('precedes', () => {
+  it('orders names as SQLite and sort in the C locale do: by their UTF-8 bytes', () => {
+    const names = ['a', 'ab', 'b', 'B', '', 'é', 'z\u{1F600}', 'z\uFF5E', 'z\uE000', 'zz', 'a/b', 'a-b', 'a.b']
+    const byBytes = [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
+    for (const a of names) for (const b of names) expect(precedes(a, b), `${a} < ${b}`).toBe(byBytes.indexOf(a) < byBytes.indexOf(b))
+    // Where UTF-16 and UTF-8 disagree: U+1F600 is a surrogate pair (below U+E000 in UTF-16), above it in UTF-8.
+    expect('z\u{1F600}' < 'z\uE000').toBe(true)
+    expect(precedes('z\u{1F600}', 'z\uE000')).toBe(false)
+  })
+})
