@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
-import { gzipSync } from 'node:zlib'
+import { promisify } from 'node:util'
+import { gzip, gzipSync } from 'node:zlib'
 import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestIndex, type ShardRef } from './formats.ts'
 import { addCounts, changeFile, diffShardLines, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardLines, shardFile, shardLines } from './manifest.ts'
 import { linkOrCopy, RAW_SHARDS_DIR } from './writer.ts'
@@ -42,6 +43,7 @@ export async function writeManifest(
   const counts: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
   const shards: ShardRef[] = []
   let files = 0
+  let compressing: Promise<void> = Promise.resolve()
 
   for (const [i, shard] of listShards().entries()) {
     if (i > 0) await new Promise((resolve) => setImmediate(resolve))
@@ -58,9 +60,18 @@ export async function writeManifest(
       linkOrCopy(path.join(previous!.dir, shardFile(sha256)), path.join(releaseDir, shardFile(sha256)))
       continue
     }
-    const gz = gzipSync(text)
-    writeFileSync(path.join(releaseDir, shardFile(sha256)), gz)
-    shards.push({ shard, sha256, files: lines.length, size: gz.length })
+    // Compressed on a zlib thread while this one goes on with the shard's changes and the next
+    // shard (51 ms of a 2.7 MB shard at the large catalog, 13 s of the seal's main thread); one
+    // at a time, written as soon as it is done.
+    await compressing
+    const ref: ShardRef = { shard, sha256, files: lines.length, size: 0 }
+    shards.push(ref)
+    compressing = gzipAsync(text).then((gz) => {
+      writeFileSync(path.join(releaseDir, shardFile(sha256)), gz)
+      ref.size = gz.length
+    })
+    // A failure surfaces at the next await of it, not as an unhandled rejection meanwhile.
+    compressing.catch(() => {})
     // Compared line by line: only the lines of changes are parsed (and checked), so a name added or
     // changed by this build is checked, and an unchanged one was when it was added.
     const old = before ? readShardLines(path.join(previous!.dir, shardFile(before.sha256))) : []
@@ -75,6 +86,7 @@ export async function writeManifest(
       changeSize += member.length
     }
   }
+  await compressing
   if (changeSize === 0) {
     const empty = gzipSync('')
     writeSync(changeFd, empty)
@@ -102,6 +114,8 @@ export function readIndex(releaseDir: string): { dir: string; index: ManifestInd
   const parsed = manifestIndexSchema.safeParse(JSON.parse(readFileSync(path.join(releaseDir, indexFile(info.data.id)), 'utf8')))
   return parsed.success ? { dir: releaseDir, index: parsed.data } : null
 }
+
+const gzipAsync = promisify(gzip)
 
 function splitLines(text: string): string[] {
   if (text === '') return []
