@@ -4,12 +4,13 @@
  * same bytes as the snapshot of a full build of the same data. A previous snapshot that is gone or
  * whose bytes are not those its release gives is not used, and the snapshot is still right.
  */
-import { readFileSync, rmSync, openSync, writeSync, closeSync, mkdtempSync } from 'node:fs'
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openDb } from '../build/db/sqlite.ts'
+import { readOrderLines } from '../build/release/body-order.ts'
 import { precedes } from '../build/release/snapshot.ts'
 import { addSodiumVersion, buildRelease, copySampleData, editSummary, readManifestOf, type BuiltRelease } from './harness.ts'
 
@@ -111,6 +112,32 @@ describe("a rebuild's snapshot copied from the previous one", () => {
     const built = await rebuild()
     expect(notReused(), logs.join('\n')).toMatch(/no snapshot at .*snapshot-\d{8}\.sqlite$/)
     expect(built.pointer.snapshot!.sha256).toBe(await fullSnapshot())
+  })
+})
+
+describe('readOrderLines', () => {
+  it('gives every API line of a list of several megabytes once, in order, whatever falls on a read boundary', async () => {
+    const file = path.join(root, 'order.tsv')
+    const lines: string[] = []
+    // Lines of many lengths (and a multi-byte name), so the 1 MB reads end inside lines and inside characters.
+    for (let i = 0; i < 40_000; i++) lines.push(`public/api/v1/${'x'.repeat(i % 97)}é${i}.json\t${String(i).padStart(64, '0')}\t${i}`)
+    const text = [lines.slice(0, 10), ['public/mirror/catalog.sqlite\t' + 'f'.repeat(64) + '\t1'], lines.slice(10)].flat().join('\n')
+    // The last line without its line end.
+    writeFileSync(file, text)
+    expect(statSync(file).size).toBeGreaterThan(3 << 20)
+    const read: string[] = []
+    let batches = 0
+    for await (const batch of readOrderLines(file)) {
+      read.push(...batch.lines)
+      batches++
+      expect(batch.wide).toBe(false)
+    }
+    expect(batches).toBeGreaterThan(3)
+    expect(read).toEqual(lines)
+    writeFileSync(file, `public/api/v1/z\u{1F600}.json\t${'0'.repeat(64)}\t1\n`)
+    const wide = []
+    for await (const batch of readOrderLines(file)) wide.push(batch)
+    expect(wide).toEqual([{ lines: [`public/api/v1/z\u{1F600}.json\t${'0'.repeat(64)}\t1`], wide: true }])
   })
 })
 
