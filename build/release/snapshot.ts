@@ -15,7 +15,8 @@
  * thread), and inserts only the rest: the rows go in in the same order either way, and SQLite lays
  * out a table filled in key order by what is inserted, not by where it came from, so the file is the
  * same bytes as one written from the bodies alone (test/snapshot-reuse.test.ts). At the large
- * catalog that is about 10 s instead of 60 (bench/results/BUILD-PROFILE.md, Session 29). The
+ * catalog a rebuild's snapshot took 22–35 s alone instead of about 60 (bench/results/BUILD-PROFILE.md,
+ * "The snapshot copied from the previous one"). The
  * previous file is used only when its size, format and SHA-256 are those its release gives (the hash
  * is taken beside the copy; on a mismatch the copy is thrown away and the snapshot written again
  * from the bodies).
