@@ -68,26 +68,27 @@ export async function createShimContext(options: ShimOptions, deps: ShimDependen
     downloads,
     now,
     reload() {
+      // Cleared once settled, in a callback: a check that finds nothing new settles without an
+      // await, and a `finally` inside the function ran before the promise was stored, which then
+      // stayed settled with `false` for every later poll (the shim never swapped again).
       swapping ??= (async () => {
-        try {
-          // A snapshot is one fixed file: there is nothing to swap to.
-          if (options.snapshotFile) return false
-          const live = resolveLiveRelease(options.distDir)
-          if (!live || live === ctx.release.dir) return false
-          const old = ctx.release
-          ctx.release = await openRelease(options.distDir, access)
-          cache.clear()
-          const t = setTimeout(() => {
-            timers.delete(t)
-            void old.db.close().catch(() => {})
-          }, GRACE_MS)
-          t.unref()
-          timers.add(t)
-          return true
-        } finally {
-          swapping = null
-        }
-      })()
+        // A snapshot is one fixed file: there is nothing to swap to.
+        if (options.snapshotFile) return false
+        const live = resolveLiveRelease(options.distDir)
+        if (!live || live === ctx.release.dir) return false
+        const old = ctx.release
+        ctx.release = await openRelease(options.distDir, access)
+        cache.clear()
+        const t = setTimeout(() => {
+          timers.delete(t)
+          void old.db.close().catch(() => {})
+        }, GRACE_MS)
+        t.unref()
+        timers.add(t)
+        return true
+      })().finally(() => {
+        swapping = null
+      })
       return swapping
     },
     async close() {
