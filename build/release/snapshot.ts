@@ -114,16 +114,17 @@ export async function writeSnapshot(
   pack: BodyPackFiles | null = null,
   previous: PreviousSnapshot | null = null,
 ): Promise<WrittenSnapshot> {
+  const write = (from: PreviousSnapshot | null, notReused?: string): Promise<WrittenSnapshot> =>
+    writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, from, notReused)
   const unusable = previous ? checkPrevious(previous) : null
-  if (!previous || unusable) return writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, null, unusable ?? undefined)
+  if (!previous || unusable) return write(null, unusable ?? undefined)
   try {
-    return await writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, previous, undefined)
+    return await write(previous)
   } catch (err) {
     // A previous snapshot whose bytes changed, or that SQLite could not read: the copy is gone
     // (writeSnapshotFrom removes it) and the snapshot is written from the bodies alone. A fault of
     // its own (an order file missing, the disk full) fails that write too.
-    const why = err instanceof PreviousSnapshotChanged ? err.message : `copying from ${previous.snapshot} failed (${(err as Error).message})`
-    return writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, null, why)
+    return write(null, err instanceof PreviousSnapshotChanged ? err.message : `copying from ${previous.snapshot} failed (${(err as Error).message})`)
   }
 }
 
@@ -180,7 +181,7 @@ async function writeSnapshotFrom(
     }
     const [hashed] = await Promise.all([hashFile(tmp), checkSnapshot(db)])
     written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, notReused, note: '' }
-    written.note = describeReuse(written, previous !== null || notReused !== undefined)
+    written.note = describeReuse(written, previous !== null)
   } catch (err) {
     await walker?.close().catch(() => {})
     await db.close().catch(() => {})
@@ -200,7 +201,7 @@ function checkPrevious(previous: PreviousSnapshot): string | null {
   return null
 }
 
-/** One line for the build's log: how much of the previous snapshot a rebuild copied. */
+/** One line for the build's log: how much of the previous snapshot a rebuild copied (`hadPrevious`: one was opened). */
 function describeReuse(w: WrittenSnapshot, hadPrevious: boolean): string {
   if (w.notReused) return `the previous snapshot was not reused: ${w.notReused}`
   if (!hadPrevious) return `no previous snapshot: ${w.bodies} bodies and ${w.paths} names inserted`
