@@ -139,7 +139,7 @@ export async function copyVersionJson(db: Db, previousFile: string): Promise<Mem
         SELECT id FROM staging.s_touched WHERE kind = 'versions'
         UNION ALL SELECT version_id FROM main.dependencies WHERE project_id IN memo_projects
         UNION ALL SELECT version_id FROM memo.dependencies WHERE project_id IN memo_projects;
-      UPDATE main.versions SET json = w.json, body_etag = w.body_etag FROM memo.versions w
+      UPDATE main.versions SET json = w.json, body_etag = w.body_etag, body_sha256 = w.body_sha256 FROM memo.versions w
         WHERE w.id = versions.id AND w.downloads = versions.downloads AND versions.id NOT IN memo_render;
     `)
     // changes(): the rows the UPDATE just wrote (nothing else runs on this connection meanwhile).

@@ -3,6 +3,7 @@
  * "newest" ordering, download counts folded in, dependencies resolved against what is visible, and
  * every project, version and user rendered once and stored as JSON for the shim.
  */
+import { hash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import path from 'node:path'
 import type { BuildContext } from './context.ts'
@@ -23,7 +24,8 @@ import type { Author } from './schema/api.ts'
 import type { SourceProject, SourceUser } from './schema/source.ts'
 import { createHashIndex, hashIndexRow } from './hash-index.ts'
 import { createVersionTargets } from './version-targets.ts'
-import { renderRawBody } from './render/body.ts'
+import { renderRawBytes } from './render/body.ts'
+import { contentEtag } from './render/etag.ts'
 import { startSearchIndex, type SearchIndexBeside } from './search-index.ts'
 import { copyVersionJson, type MemoSource } from './catalog-memo.ts'
 
@@ -316,7 +318,7 @@ async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<
       [JSON.stringify(rows.map((r) => r.id))],
     )
     const resolved = new Map(depRows.map((d) => [`${d.version_id}/${d.position}`, d]))
-    const out: [string, string, string][] = []
+    const out: [string, string, string, string][] = []
     for (const row of rows) {
       rendered[row.rowid] = 1
       const version = JSON.parse(row.source_json) as NormalisedVersion
@@ -325,9 +327,14 @@ async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<
         return { source, project: r ? (projects.get(r.project_id) ?? null) : null, versionId: r?.dep_version_id ?? null }
       })
       const json = JSON.stringify(renderVersion(settings, version, row.downloads, deps))
-      out.push([row.id, json, renderRawBody(json).etag])
+      const body = renderRawBytes(json)
+      const sha256 = hash('sha256', body, 'hex')
+      out.push([row.id, json, contentEtag(sha256, body.length), sha256])
     }
-    await db.run(`UPDATE versions SET json = j.value->>1, body_etag = j.value->>2 FROM json_each(?) j WHERE versions.id = j.value->>0`, [JSON.stringify(out)])
+    await db.run(
+      `UPDATE versions SET json = j.value->>1, body_etag = j.value->>2, body_sha256 = j.value->>3 FROM json_each(?) j WHERE versions.id = j.value->>0`,
+      [JSON.stringify(out)],
+    )
   }
   return rendered
 }

@@ -13,6 +13,7 @@ import { openDb, type Db } from './db/sqlite.ts'
 import { BUILD_CACHE_KIB, stagingIndexes, stagingPragmas, stagingSchema } from './db/schema.ts'
 import { loadSource } from './load.ts'
 import type { DiffCounts } from './release/formats.ts'
+import { readPointer } from './release/feed.ts'
 import { hashFile, type FileHash } from './release/hash-file.ts'
 import { resolveSourceRevision } from './release/options.ts'
 import { abortRelease, prepareRelease, publishRelease, type ReleaseInfo } from './release/publish.ts'
@@ -142,7 +143,12 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await writeProjectFiles(db, maps, writer)
     const versions = await versionReader
     versionReader = null
-    await writeVersionFiles(versions, writer, maps.hashOwners, maps.storedVersion)
+    // The bodies of versions whose JSON was reused are named without being read when the seal needs
+    // none of them or can read them from the live release's snapshot (else from the store, body-pack.ts).
+    const previousSnapshot = pending.previousDir ? readPointer(pending.previousDir)?.snapshot : null
+    const unread = memo.catalogFile !== null && (!recorder.packBodies || !!previousSnapshot)
+    const { unread: named } = await writeVersionFiles(versions, writer, maps.hashOwners, maps.storedVersion, unread)
+    if (named > 0) log(`… named ${named} versions' bodies from the live release without reading them, after ${secondsSince(started)}s`)
     await writeObjects(db, options.dataDir, writer)
     await db.run(`DETACH DATABASE staging`)
     await db.close()
@@ -175,6 +181,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       options: options.release,
       log,
       recycled: pending.recycled ? { tree: pending.recycled, storeDir } : null,
+      storeDir,
     })
     const releaseDir = publishRelease(options.distDir, pending, options.keepReleases, {
       onLive: () => log(`Release ${pending.id} is live after ${secondsSince(started)}s`),

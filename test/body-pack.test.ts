@@ -3,7 +3,7 @@
  * writer appended them to, not from the tree, and give the same bytes as from the tree; the reader
  * names a missing body; the build leaves no pack behind.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -12,7 +12,9 @@ import { writeArchiveInChild } from '../build/release/seal-child.ts'
 import { removeBodyOrder, writeBodyOrder, writePathOrder } from '../build/release/body-order.ts'
 import { createBodyPackWriter, hasBodyPack, openBodyReader, removeBodyPack, sortBodyPack } from '../build/release/body-pack.ts'
 import { hashBytes } from '../build/release/manifest.ts'
-import { writeSnapshot } from '../build/release/snapshot.ts'
+import { snapshotSchema, writeSnapshot } from '../build/release/snapshot.ts'
+import { storeFile } from '../build/release/tree.ts'
+import { openDb } from '../build/db/sqlite.ts'
 import { createWritePool } from '../build/release/write-pool.ts'
 import { createReleaseWriter } from '../build/release/writer.ts'
 import { buildRelease, copySampleData } from './harness.ts'
@@ -37,15 +39,55 @@ describe('body pack', () => {
     const byHash = new Map(bodies.map((b) => [hashBytes(b), b]))
     const reader = openBodyReader(dir, files)
     for (const sha256 of [...byHash.keys()].sort()) expect((await reader.read(`x/${sha256}`, sha256)).equals(byHash.get(sha256)!), sha256).toBe(true)
-    reader.close()
+    await reader.close()
     // Out of order (or absent): the reader cannot go back, and says which body and name.
     const again = openBodyReader(dir, files)
     const sorted = [...byHash.keys()].sort()
     await again.read('a', sorted[10]!)
-    await expect(again.read('public/api/v1/early.json', sorted[3]!)).rejects.toThrow(`body pack: no body ${sorted[3]} (for public/api/v1/early.json), or the bodies were not asked in SHA-256 order`)
-    again.close()
+    await expect(again.read('public/api/v1/early.json', sorted[3]!)).rejects.toThrow(
+      `body pack: no body ${sorted[3]} (for public/api/v1/early.json) in the pack, the previous snapshot (none) or the content store (none), or the bodies were not asked in SHA-256 order`,
+    )
+    await again.close()
     removeBodyPack(dir)
     expect(readdirSync(dir)).toEqual([])
+  })
+
+  it('reads a body left out of the pack from the previous snapshot, else the content store, each checked against its SHA-256', async () => {
+    const dir = mkdtempSync(path.join(root, 'elsewhere-'))
+    const distinct = [...new Map(bodies.map((b) => [hashBytes(b), b])).entries()].sort(([a], [b]) => (a < b ? -1 : 1))
+    // Every third body in the pack; of the others, the snapshot has those at an even index, the store the rest (and one rotten in the snapshot).
+    const pack = createBodyPackWriter(dir)
+    for (const [i, [sha256, bytes]] of distinct.entries()) if (i % 3 === 0) pack.append(sha256, bytes)
+    pack.finish()
+    const snapshotFile = path.join(dir, 'previous.sqlite')
+    const db = await openDb(snapshotFile)
+    await db.exec(snapshotSchema)
+    for (const [i, [sha256, bytes]] of distinct.entries()) {
+      // One body the disk changed in the snapshot: the store's copy is used instead.
+      if (i % 2 === 0) await db.run(`INSERT INTO static_bodies (sha256, body) VALUES (?, ?)`, [sha256, i === 4 ? Buffer.from('{"data":"rot"}') : bytes])
+    }
+    await db.close()
+    const store = path.join(dir, 'store')
+    for (const [i, [sha256, bytes]] of distinct.entries()) {
+      if (i % 2 === 0 && i !== 4) continue
+      mkdirSync(path.dirname(storeFile(store, sha256)), { recursive: true })
+      writeFileSync(storeFile(store, sha256), bytes)
+    }
+    const files = { ...(await sortBodyPack(dir)), elsewhere: { snapshot: snapshotFile, store } }
+    const reader = openBodyReader(dir, files)
+    for (const [sha256, bytes] of distinct) expect((await reader.read(`x/${sha256}`, sha256)).equals(bytes), sha256).toBe(true)
+    await reader.close()
+    // Gone from the store and rotten in the snapshot: named, with where it was looked for.
+    const [missing] = distinct[4]!
+    rmSync(storeFile(store, missing))
+    const again = openBodyReader(dir, files)
+    await expect(again.read('public/api/v1/v/four.json', missing)).rejects.toThrow(`body pack: no body ${missing} (for public/api/v1/v/four.json) in the pack, the previous snapshot (${snapshotFile}) or the content store (${store})`)
+    await again.close()
+    // A snapshot SQLite cannot open is passed over for the store.
+    const third = openBodyReader(dir, { ...files, elsewhere: { snapshot: path.join(dir, 'gone.sqlite'), store } })
+    const [shaOne, bytesOne] = distinct[1]!
+    expect((await third.read('x', shaOne)).equals(bytesOne)).toBe(true)
+    await third.close()
   })
 
   it('is what the snapshot and the archive read: the same bytes as from the tree, with the tree gone', async () => {

@@ -10,6 +10,7 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
+import { hashBytes } from '../build/release/manifest.ts'
 import { rereleaseRelease } from '../build/release/rerelease.ts'
 import { buildRelease, copySampleData, readManifestOf, writeIrisCounters, type BuiltRelease } from './harness.ts'
 
@@ -38,6 +39,12 @@ function reuseLine(): [number, number] | null {
   const line = logs.find((l) => l.startsWith("… reused ") && l.includes("versions' JSON from release"))
   const m = line?.match(/^… reused (\d+) versions' JSON from release \d+ \((\d+) to render\)/)
   return m ? [Number(m[1]), Number(m[2])] : null
+}
+
+/** How many versions' bodies the render named unread (build/static/versions.ts); 0 without the line. */
+function unreadCount(): number {
+  const m = logs.map((l) => l.match(/^… named (\d+) versions' bodies from the live release without reading them/)).find((x) => x)
+  return m ? Number(m[1]) : 0
 }
 
 function editJson(file: string, edit: (record: Record<string, unknown>) => void): void {
@@ -117,6 +124,8 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
       // Rendered again: at least the versions whose JSON changed; reused: most of the others.
       expect(reuse![1]).toBeGreaterThanOrEqual(atLeast)
       expect(reuse![0]).toBeGreaterThan(reuse![1])
+      // Each reused body named without its bytes: the seal read it from the live release's snapshot.
+      expect(unreadCount()).toBe(reuse![0])
       check(rebuilt)
       expect(published(rebuilt)).toEqual(published(await fullBuild()))
     })
@@ -154,5 +163,28 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
     // The next build with those URLs reuses again.
     await rebuild({ baseUrl: 'https://catalog.example.org' })
     expect(reuseLine()).toEqual([expect.any(Number), 0])
+  })
+
+  it("reads the bodies it named unread from the content store when the live release's snapshot is gone, and fails naming one the store lost", async () => {
+    const other = { baseUrl: 'https://catalog.example.org' }
+    const live = await rebuild(other)
+    rmSync(path.join(live.releaseDir, 'public', live.pointer.snapshot!.path))
+    editJson('projects/fabric-api/project.json', (p) => (p.name = 'Fabric API (renamed again)'))
+    const rebuilt = await rebuild(other)
+    expect(unreadCount()).toBeGreaterThan(100)
+    expect(logs).toContainEqual(expect.stringContaining('the previous snapshot was not reused'))
+    expect(published(rebuilt)).toEqual(published(await fullBuild(other)))
+
+    // A body the next rebuild names unread, gone from the store (and no snapshot to read it from).
+    rmSync(path.join(rebuilt.releaseDir, 'public', rebuilt.pointer.snapshot!.path))
+    // Arctic Fox 1.0 (a skin with no dependency): reused by the rename.
+    const name = `public/api/v1/versions/${JSON.parse(readFileSync(path.join(data, 'projects/arctic-fox/versions/1.0.json'), 'utf8')).id}.json`
+    const { sha256 } = readManifestOf(rebuilt.releaseDir).get(name)!
+    rmSync(path.join(dist, 'store', sha256.slice(0, 2), sha256))
+    editJson('projects/fabric-api/project.json', (p) => (p.name = 'Fabric API (renamed once more)'))
+    await expect(rebuild(other)).rejects.toThrow(sha256)
+    // Nothing half-published: the live release is the one before, and serves that body.
+    expect(readFileSync(path.join(dist, 'current', 'public/mirror/pointer.json'), 'utf8')).toBe(readFileSync(path.join(rebuilt.releaseDir, 'public/mirror/pointer.json'), 'utf8'))
+    expect(hashBytes(readFileSync(path.join(dist, 'current', name)))).toBe(sha256)
   })
 })

@@ -93,7 +93,9 @@ CREATE TABLE versions (
   published_at TEXT,
   json TEXT,
   -- The ETag of {"data":<json>}, the body of /versions/{id} and of its files' single lookups (build/render/etag.ts).
-  body_etag TEXT
+  body_etag TEXT,
+  -- The SHA-256 (hex) of that body: a rebuild that reuses the JSON names the stored body without reading it (static/versions.ts).
+  body_sha256 TEXT
 );
 CREATE TABLE files (
   id TEXT PRIMARY KEY,

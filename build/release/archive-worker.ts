@@ -6,13 +6,14 @@
  * non-zero exit.
  */
 import { z } from 'zod'
+import { bodyPackFilesSchema } from './body-pack.ts'
 import { writeArchive } from './archive.ts'
 import { fileHashSchema, runAsSealWorker } from './seal-child.ts'
 
 const arg = z.string().min(1)
 // What writeArchive takes beyond its three paths: the body pack (or null: read the tree) and the previous archive (or null).
 const extraSchema = z.object({
-  pack: z.object({ pack: arg, sortedIndex: arg }).nullable(),
+  pack: bodyPackFilesSchema.nullable(),
   previous: z.object({ archive: arg, members: arg, expected: fileHashSchema }).nullable(),
 })
 const argsSchema = z.tuple([arg, arg, arg, z.string().transform((s) => extraSchema.parse(JSON.parse(s)))])

@@ -190,7 +190,7 @@ export async function writeArchive(
     rmSync(tmp, { force: true })
     throw err
   } finally {
-    reader.close()
+    await reader.close()
     if (oldFd !== null) closeSync(oldFd)
   }
   closeSync(fd)

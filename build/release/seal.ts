@@ -44,6 +44,8 @@ export interface SealInput {
   log: (line: string) => void
   /** The kept release the tree was started from (recycle.ts), with the content store to sweep. */
   recycled?: { tree: RecycledTree; storeDir: string | null } | null
+  /** The content store, where the snapshot and the archive find a body the body pack left out (body-pack.ts). */
+  storeDir?: string | null
 }
 
 /** A sealed release: its pointer and what changed in the whole release (served files and extras). */
@@ -87,10 +89,13 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   // processes while this thread writes the mirror manifest; the body pack's index is sorted beside
   // them, when the build wrote one (body-pack.ts).
   const extrasWanted = input.options.snapshot || input.options.archive
+  const previousSnapshot = previousDir && before?.snapshot ? path.join(previousDir, 'public', before.snapshot.path) : null
+  // A body the pack left out (the live release's, named unread by the render) is read from the previous snapshot or the store.
+  const elsewhere = { snapshot: previousSnapshot, store: input.storeDir ?? input.recycled?.storeDir ?? null }
   const orders = Promise.all([
     extrasWanted ? writeBodyOrder(releaseDir) : null,
     input.options.snapshot ? writePathOrder(releaseDir) : null,
-    extrasWanted && hasBodyPack(releaseDir) ? sortBodyPack(releaseDir) : null,
+    extrasWanted && hasBodyPack(releaseDir) ? sortBodyPack(releaseDir).then((pack) => ({ ...pack, elsewhere })) : null,
   ])
   // Awaited below; a failure surfaces there, not as an unhandled rejection meanwhile.
   orders.catch(() => {})
@@ -130,7 +135,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const target = path.join(releaseDir, name)
     // The previous release's snapshot: the bodies and names it already holds are copied, not inserted again.
     const previous: PreviousSnapshot | null =
-      previousDir && before?.snapshot ? { snapshot: path.join(previousDir, 'public', before.snapshot.path), expected: { sha256: before.snapshot.sha256, size: before.snapshot.size } } : null
+      previousSnapshot && before?.snapshot ? { snapshot: previousSnapshot, expected: { sha256: before.snapshot.sha256, size: before.snapshot.size } } : null
     // Hashed by writeSnapshot beside its check; the size is checked again by seal().
     const written = await writeExtra(
       'snapshot',

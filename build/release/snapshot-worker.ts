@@ -7,13 +7,14 @@
  * failure goes to stderr and a non-zero exit.
  */
 import { z } from 'zod'
+import { bodyPackFilesSchema } from './body-pack.ts'
 import { fileHashSchema, runAsSealWorker } from './seal-child.ts'
 import { writeSnapshot } from './snapshot.ts'
 
 const arg = z.string().min(1)
 // What writeSnapshot takes beyond its five arguments: the body pack (or null: read the tree) and the previous snapshot (or null).
 const extraSchema = z.object({
-  pack: z.object({ pack: arg, sortedIndex: arg }).nullable(),
+  pack: bodyPackFilesSchema.nullable(),
   previous: z.object({ snapshot: arg, expected: fileHashSchema }).nullable(),
 })
 const argsSchema = z.tuple([arg, arg, arg, arg, arg, z.string().transform((s) => extraSchema.parse(JSON.parse(s)))])

@@ -395,7 +395,7 @@ async function insertBodies(db: Db, walker: Db | null, releaseDir: string, order
     }
     await out.finish()
   } finally {
-    reader.close()
+    await reader.close()
   }
   return { total, reused }
 }

@@ -15,6 +15,11 @@ export interface ReleaseTree {
   put(names: readonly string[], bytes: Uint8Array, sha256: string): boolean
   /** Copies a blob of `size` bytes from the source catalog under a name. */
   putCopy(name: string, source: string, sha256: string, size: number): boolean
+  /**
+   * Links the names to a body the content store must hold (the live release's, named by its
+   * SHA-256 and size without its bytes); throws when the store does not have it at that size.
+   */
+  putStored(names: readonly string[], sha256: string, size: number): void
 }
 
 /**
@@ -97,6 +102,11 @@ export function createReleaseTree(releaseDir: string, storeDir: string | null, s
       link(first, names)
       addToStore(first, sha256)
       return true
+    },
+    putStored(names, sha256, size) {
+      const hit = findStored(sha256, size)
+      if (!hit) throw new Error(`the content store has no body ${sha256} of ${size} bytes, which the live release names (${names[0]}); BUILD_STAGING_CACHE=0 renders every body again`)
+      if (!storeOnly) link(hit, names)
     },
     putCopy(name, source, sha256, size) {
       const hit = findStored(sha256, size)

@@ -26,6 +26,12 @@ export interface ReleaseSink {
    * tree, whose names are put at the seal, nothing is then done in the tree for it.
    */
   write(names: readonly string[], bytes: Buffer, stored?: boolean): void
+  /**
+   * Names a body of the live release by its SHA-256 and size without its bytes (ReleaseWriter.writeStored):
+   * the content store has it. It goes into the manifest, not into the body pack (the seal reads it
+   * from the previous snapshot or the store, body-pack.ts).
+   */
+  writeStored(names: readonly string[], sha256: string, size: number): void
   /** Copies a blob from the source catalog under a name (ReleaseWriter.copy). */
   copy(name: string, source: string): void
   /** Resolves when the writes queued so far are few enough to render more: call it once per batch. */
@@ -39,15 +45,17 @@ export interface ReleaseSink {
 /**
  * A batch of tree writes (tree.ts) in order. Op i has `counts[i]` names (taken in turn from `names`)
  * and the SHA-256 `hashes[i]`; `sizes[i]` is the length of its body (taken in turn from `bytes`),
- * or -1 for a copy of the next of `sources`, of the next of `copySizes` bytes.
+ * -1 for a copy of the next of `sources`, of the next of `copySizes` bytes, or -2 for a body in the
+ * content store, of the next of `storedSizes` bytes (linked, never written).
  */
 export const writeBatchSchema = z.object({
   names: z.array(z.string()),
   counts: z.array(z.number().int().positive()),
   hashes: z.array(z.string().regex(/^[0-9a-f]{64}$/)),
-  sizes: z.array(z.number().int().min(-1)),
+  sizes: z.array(z.number().int().min(-2)),
   sources: z.array(z.string()),
   copySizes: z.array(z.number().int().nonnegative()),
+  storedSizes: z.array(z.number().int().nonnegative()),
   bytes: z.instanceof(Uint8Array),
 })
 
@@ -59,13 +67,13 @@ export type OpenWriteBatch = Omit<WriteBatch, 'bytes'> & { chunks: Uint8Array[];
 
 /** An empty batch to fill. */
 export function createWriteBatch(): OpenWriteBatch {
-  return { names: [], counts: [], hashes: [], sizes: [], sources: [], copySizes: [], chunks: [], size: 0 }
+  return { names: [], counts: [], hashes: [], sizes: [], sources: [], copySizes: [], storedSizes: [], chunks: [], size: 0 }
 }
 
 /** The batch with its bodies packed into one buffer (one copy, one message). */
 export function packWriteBatch(batch: OpenWriteBatch): WriteBatch {
-  const { names, counts, hashes, sizes, sources, copySizes, chunks } = batch
-  return { names, counts, hashes, sizes, sources, copySizes, bytes: Buffer.concat(chunks) }
+  const { names, counts, hashes, sizes, sources, copySizes, storedSizes, chunks } = batch
+  return { names, counts, hashes, sizes, sources, copySizes, storedSizes, bytes: Buffer.concat(chunks) }
 }
 
 /** Applies a batch to a release tree, in order; returns how many bodies it wrote (the others were in the store). */
@@ -73,11 +81,13 @@ export function applyWriteBatch(tree: ReleaseTree, batch: WriteBatch): number {
   let name = 0
   let offset = 0
   let source = 0
+  let stored = 0
   let written = 0
   for (const [i, count] of batch.counts.entries()) {
     const size = batch.sizes[i]!
     const sha256 = batch.hashes[i]!
-    if (size < 0) {
+    if (size === -2) tree.putStored(batch.names.slice(name, name + count), sha256, batch.storedSizes[stored++]!)
+    else if (size < 0) {
       if (tree.putCopy(batch.names[name]!, batch.sources[source]!, sha256, batch.copySizes[source]!)) written++
       source++
     } else {
@@ -86,7 +96,13 @@ export function applyWriteBatch(tree: ReleaseTree, batch: WriteBatch): number {
     }
     name += count
   }
-  if (name !== batch.names.length || offset !== batch.bytes.length || source !== batch.sources.length || batch.hashes.length !== batch.counts.length) {
+  if (
+    name !== batch.names.length ||
+    offset !== batch.bytes.length ||
+    source !== batch.sources.length ||
+    stored !== batch.storedSizes.length ||
+    batch.hashes.length !== batch.counts.length
+  ) {
     throw new Error(`malformed write batch: ${batch.counts.length} ops for ${batch.names.length} names, ${batch.bytes.length} bytes`)
   }
   return written
@@ -97,6 +113,7 @@ export function createLocalSink(releaseDir: string, onProgress: (stats: WriteSta
   const writer = createReleaseWriter(releaseDir, onProgress, storeDir, options, recycled)
   return {
     write: (names, bytes, stored) => writer.write(names, bytes, stored),
+    writeStored: (names, sha256, size) => writer.writeStored(names, sha256, size),
     copy: (name, source) => writer.copy(name, source),
     drain: async () => {},
     finish: async () => ({ stats: writer.finish(), usage: null }),

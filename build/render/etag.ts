@@ -26,3 +26,9 @@ export function formatEtag(mtimeSeconds: number, size: number): string {
 export function contentEtag(sha256: string | Buffer, size: number): string {
   return formatEtag(contentMtime(sha256), size)
 }
+
+/** The size in bytes an ETag of formatEtag names; null for another string. */
+export function etagSize(etag: string): number | null {
+  const m = /^"[0-9a-f]+-([0-9a-f]+)"$/.exec(etag)
+  return m ? Number.parseInt(m[1]!, 16) : null
+}
