@@ -182,9 +182,15 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
     const { sha256 } = readManifestOf(rebuilt.releaseDir).get(name)!
     rmSync(path.join(dist, 'store', sha256.slice(0, 2), sha256))
     editJson('projects/fabric-api/project.json', (p) => (p.name = 'Fabric API (renamed once more)'))
+    // Named by the tree (linking it from the store) or by the seal (reading it for the snapshot), whichever comes first.
     await expect(rebuild(other)).rejects.toThrow(sha256)
     // Nothing half-published: the live release is the one before, and serves that body.
     expect(readFileSync(path.join(dist, 'current', 'public/mirror/pointer.json'), 'utf8')).toBe(readFileSync(path.join(rebuilt.releaseDir, 'public/mirror/pointer.json'), 'utf8'))
     expect(hashBytes(readFileSync(path.join(dist, 'current', name)))).toBe(sha256)
+    // The failed build left no lineage: the next one renders every version again, and succeeds.
+    const healed = await rebuild(other)
+    expect(reuseLine()).toBeNull()
+    expect(logs).toContain("No versions' JSON reused from the live release: the kept staging names no release")
+    expect(published(healed)).toEqual(published(await fullBuild(other)))
   })
 })

@@ -25,13 +25,13 @@ export interface SealedManifest {
  * Writes the manifest shards, index and change file of a release; removes the raw shards. Yields to
  * the event loop after each shard (a fifth of a second at the large catalog), so the seal can start
  * its worker processes as their inputs become ready. `onShard` is given each shard's sorted lines
- * (shardLines; a recycled tree is reconciled with them, recycle.ts).
+ * (shardLines; a recycled tree is reconciled with them, recycle.ts), and awaited.
  */
 export async function writeManifest(
   releaseDir: string,
   previousDir: string | null,
   release: { serial: number; id: string },
-  onShard?: (index: number, sha256: string, lines: readonly string[]) => void,
+  onShard?: (index: number, sha256: string, lines: readonly string[]) => void | Promise<void>,
 ): Promise<SealedManifest> {
   const previous = previousDir ? readIndex(previousDir) : null
   mkdirSync(path.join(releaseDir, path.dirname(shardFile('x'))), { recursive: true })
@@ -52,7 +52,7 @@ export async function writeManifest(
     const sha256 = hashBytes(text)
     const lines = shardLines(text)
     files += lines.length
-    onShard?.(i, sha256, lines)
+    await onShard?.(i, sha256, lines)
     const before = previous?.index.shards[i]
     if (before && before.sha256 === sha256) {
       counts.unchanged += lines.length

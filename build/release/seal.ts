@@ -116,10 +116,17 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   })()
   const manifestTask = (async () => {
     const reconciler = input.recycled ? createReconciler(releaseDir, input.recycled.tree, input.recycled.storeDir) : null
-    const sealed = await writeManifest(releaseDir, previousDir, { serial, id }, reconciler?.shard)
+    let sealed: Awaited<ReturnType<typeof writeManifest>>
+    try {
+      sealed = await writeManifest(releaseDir, previousDir, { serial, id }, reconciler?.shard)
+    } catch (err) {
+      // Nothing may still be linking into a release folder being removed.
+      await reconciler?.close()
+      throw err
+    }
     input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     if (reconciler) {
-      const r = reconciler.finish()
+      const r = await reconciler.finish()
       input.log(
         `Reconciled the tree of release ${String(input.recycled!.tree.serial).padStart(8, '0')} after ${seconds(started)}s of sealing: ` +
           `${r.sameShards} of 256 manifest shards unchanged, ${r.linked} names linked, ${r.removed} removed, ${r.swept} stored bodies no release names removed`,

@@ -105,7 +105,7 @@ export function createReleaseTree(releaseDir: string, storeDir: string | null, s
     },
     putStored(names, sha256, size) {
       const hit = findStored(sha256, size)
-      if (!hit) throw new Error(`the content store has no body ${sha256} of ${size} bytes, which the live release names (${names[0]}); BUILD_STAGING_CACHE=0 renders every body again`)
+      if (!hit) throw new Error(`the content store has no body ${sha256} of ${size} bytes, which the live release names (${names[0]}): the next build reuses none of the live release's versions' JSON and writes every body again`)
       if (!storeOnly) link(hit, names)
     },
     putCopy(name, source, sha256, size) {
