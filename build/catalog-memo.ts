@@ -32,7 +32,7 @@
  * - The result is the same catalog, byte for byte, as a full build's (test/catalog-memo.test.ts).
  */
 import { createHash, randomUUID } from 'node:crypto'
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
@@ -109,12 +109,133 @@ export function resolveMemoSource(kept: boolean, lineage: StagingLineage | null,
   return { catalogFile, release: path.basename(previousDir) }
 }
 
+/**
+ * The projects whose pre-rendered bodies (build/static/projects.ts: the detail, its current files,
+ * the first page of its versions, its dependencies) may differ from the live release's, into
+ * `temp.memo_project_render`; run once the reused versions' JSON is copied (a version still without
+ * JSON is rendered again). Those bodies are made of the project's row (`summary_json`, which holds
+ * its downloads and author, and `source_json`), its members and their author JSON, its versions
+ * (JSON, rank, count) and, through its versions' dependency rows, the rows of the projects and the
+ * JSON of the versions they name. So a project is rendered again when any of those differs between
+ * the two catalogs, in either direction (a row only one catalog has counts); every other project's
+ * bodies are the live release's (test/catalog-memo.test.ts requires a full build's bytes).
+ */
+const projectRenderSql = `
+  CREATE TEMP TABLE memo_changed_projects (id TEXT PRIMARY KEY) WITHOUT ROWID;
+  INSERT OR IGNORE INTO memo_changed_projects
+    SELECT id FROM (SELECT id, slug, summary_json, source_json FROM main.projects EXCEPT SELECT id, slug, summary_json, source_json FROM memo.projects)
+    UNION ALL SELECT id FROM (SELECT id, slug, summary_json, source_json FROM memo.projects EXCEPT SELECT id, slug, summary_json, source_json FROM main.projects);
+  CREATE TEMP TABLE memo_changed_versions (id TEXT, project_id TEXT, PRIMARY KEY (id, project_id)) WITHOUT ROWID;
+  INSERT OR IGNORE INTO memo_changed_versions
+    SELECT id, project_id FROM main.versions WHERE json IS NULL
+    UNION ALL SELECT id, project_id FROM (SELECT id, project_id, rank FROM main.versions EXCEPT SELECT id, project_id, rank FROM memo.versions)
+    UNION ALL SELECT id, project_id FROM (SELECT id, project_id, rank FROM memo.versions EXCEPT SELECT id, project_id, rank FROM main.versions);
+  CREATE TEMP TABLE memo_project_render (id TEXT PRIMARY KEY) WITHOUT ROWID;
+  INSERT OR IGNORE INTO memo_project_render
+    SELECT id FROM memo_changed_projects
+    UNION ALL SELECT project_id FROM memo_changed_versions
+    UNION ALL SELECT project_id FROM (SELECT project_id, position, user_id, role FROM main.project_members EXCEPT SELECT project_id, position, user_id, role FROM memo.project_members)
+    UNION ALL SELECT project_id FROM (SELECT project_id, position, user_id, role FROM memo.project_members EXCEPT SELECT project_id, position, user_id, role FROM main.project_members)
+    UNION ALL SELECT m.project_id FROM main.project_members m WHERE m.user_id IN (
+      SELECT id FROM (SELECT id, author_json FROM main.users EXCEPT SELECT id, author_json FROM memo.users)
+      UNION ALL SELECT id FROM (SELECT id, author_json FROM memo.users EXCEPT SELECT id, author_json FROM main.users))
+    UNION ALL SELECT v.project_id FROM main.dependencies d JOIN main.versions v ON v.id = d.version_id
+      WHERE d.project_id IN memo_changed_projects OR d.dep_version_id IN (SELECT id FROM memo_changed_versions)
+    UNION ALL SELECT v.project_id FROM memo.dependencies d JOIN memo.versions v ON v.id = d.version_id
+      WHERE d.project_id IN memo_changed_projects OR d.dep_version_id IN (SELECT id FROM memo_changed_versions);
+  DROP TABLE temp.memo_changed_projects;
+  DROP TABLE temp.memo_changed_versions;
+`
+
+/** A pre-rendered body named by its SHA-256 and size. */
+export interface BodyRef {
+  sha256: string
+  size: number
+}
+
+/** Release-relative file listing each project's pre-rendered bodies (not served; read by the next build). */
+export const PROJECT_BODIES = 'project-bodies.tsv'
+/** Bodies a project has, in the order they are written (build/static/projects.ts). */
+export const BODIES_PER_PROJECT = 4
+const projectBodiesHeader = (key: string): string => `project-bodies/1\t${key}\n`
+
+/**
+ * The project bodies of the release in `releaseDir`, by project id, when its file was written with
+ * `key` (the memoKey of this build's code and URLs); null when there is no such file.
+ */
+export function readProjectBodies(releaseDir: string, key: string): Map<string, BodyRef[]> | null {
+  let text: string
+  try {
+    text = readFileSync(path.join(releaseDir, PROJECT_BODIES), 'utf8')
+  } catch {
+    return null
+  }
+  const header = projectBodiesHeader(key)
+  if (!text.startsWith(header)) return null
+  const out = new Map<string, BodyRef[]>()
+  for (const line of text.slice(header.length).split('\n')) {
+    if (line === '') continue
+    const f = line.split('\t')
+    if (f.length !== 1 + 2 * BODIES_PER_PROJECT) return null
+    const bodies: BodyRef[] = []
+    for (let i = 1; i < f.length; i += 2) {
+      const sha256 = f[i]!
+      const size = Number(f[i + 1])
+      if (!/^[0-9a-f]{64}$/.test(sha256) || !Number.isSafeInteger(size) || size < 0) return null
+      bodies.push({ sha256, size })
+    }
+    out.set(f[0]!, bodies)
+  }
+  return out
+}
+
+/** Appends each project's bodies to the release's PROJECT_BODIES file. */
+export interface ProjectBodiesWriter {
+  add(id: string, bodies: readonly BodyRef[]): void
+  /** Writes what is buffered and closes the file. */
+  finish(): void
+  /** Closes the file and removes it (the build failed). */
+  close(): void
+}
+
+/** Starts the PROJECT_BODIES file of `releaseDir`, for builds with `key`. */
+export function createProjectBodiesWriter(releaseDir: string, key: string): ProjectBodiesWriter {
+  const file = path.join(releaseDir, PROJECT_BODIES)
+  const fd = openSync(file, 'w')
+  let lines: string[] = [projectBodiesHeader(key)]
+  let open = true
+  const flush = (): void => {
+    writeSync(fd, lines.join(''))
+    lines = []
+  }
+  return {
+    add(id, bodies) {
+      lines.push(`${id}\t${bodies.map((b) => `${b.sha256}\t${b.size}`).join('\t')}\n`)
+      if (lines.length >= 4096) flush()
+    },
+    finish() {
+      if (!open) return
+      flush()
+      closeSync(fd)
+      open = false
+    },
+    close() {
+      if (!open) return
+      closeSync(fd)
+      open = false
+      rmSync(file, { force: true })
+    },
+  }
+}
+
 /** What copyVersionJson did. */
 export interface MemoStats {
   /** Versions whose JSON was copied. */
   reused: number
   /** Versions left to render (no JSON yet). */
   render: number
+  /** Projects whose pre-rendered bodies may differ from the live release's (listed in `temp.memo_project_render`). */
+  projects: number
 }
 
 /**
@@ -144,8 +265,9 @@ export async function copyVersionJson(db: Db, previousFile: string): Promise<Mem
     `)
     // changes(): the rows the UPDATE just wrote (nothing else runs on this connection meanwhile).
     const counts = await db.get<{ reused: number; total: number }>(`SELECT changes() AS reused, (SELECT count(*) FROM main.versions) AS total`)
-    await db.exec(`DROP TABLE temp.memo_projects; DROP TABLE temp.memo_render;`)
-    return { reused: counts!.reused, render: counts!.total - counts!.reused }
+    await db.exec(`DROP TABLE temp.memo_projects; DROP TABLE temp.memo_render; ${projectRenderSql}`)
+    const projects = await db.get<{ n: number }>(`SELECT count(*) AS n FROM temp.memo_project_render`)
+    return { reused: counts!.reused, render: counts!.total - counts!.reused, projects: projects!.n }
   } finally {
     await db.run(`DETACH DATABASE memo`)
   }

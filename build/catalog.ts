@@ -40,6 +40,11 @@ export interface CatalogMaps {
    * (catalog-memo.ts), so the content store has the body. Always false without reuse.
    */
   storedVersion: (rowid: number) => boolean
+  /**
+   * Whether the catalog connection lists in `temp.memo_project_render` the projects whose bodies may
+   * differ from the live release's (catalog-memo.ts); false: every project is rendered.
+   */
+  projectMemo: boolean
 }
 
 /** A written catalog: the renderers' lookups, and its search index still being built beside (the caller finishes or closes it). */
@@ -80,18 +85,20 @@ export async function writeCatalog(
   // and the build the tree.
   const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'))
   let storedVersion: CatalogMaps['storedVersion'] = () => false
+  let projectMemo = false
   try {
     let reused: Awaited<ReturnType<typeof copyVersionJson>> = null
     if (memo.catalogFile !== null) {
       reused = await copyVersionJson(db, memo.catalogFile)
       step(
         reused
-          ? `reused ${reused.reused} versions' JSON from release ${memo.release} (${reused.render} to render)`
+          ? `reused ${reused.reused} versions' JSON from release ${memo.release} (${reused.render} to render; ${reused.projects} projects' bodies to render again)`
           : `reused no versions' JSON from release ${memo.release}: a reference file changed`,
       )
     }
     const rendered = await writeVersionJson(db, settings, projects)
     storedVersion = reused ? (rowid) => rendered[rowid] !== 1 : () => false
+    projectMemo = reused !== null
     step('rendered the versions')
     await db.exec(catalogIndexes)
     step('indexed the catalog')
@@ -99,7 +106,7 @@ export async function writeCatalog(
     await search.close()
     throw err
   }
-  return { maps: { authors, projects, hashOwners, storedVersion }, search }
+  return { maps: { authors, projects, hashOwners, storedVersion, projectMemo }, search }
 }
 
 async function writeReference(db: Db): Promise<void> {

@@ -6,7 +6,15 @@ import path from 'node:path'
 import { renameSync, rmSync } from 'node:fs'
 import { writeCatalog, type CatalogMaps } from './catalog.ts'
 import type { SearchIndexBeside } from './search-index.ts'
-import { keepStagingLineage, memoKey, resolveMemoSource, takeStagingLineage } from './catalog-memo.ts'
+import {
+  createProjectBodiesWriter,
+  keepStagingLineage,
+  memoKey,
+  readProjectBodies,
+  resolveMemoSource,
+  takeStagingLineage,
+  type ProjectBodiesWriter,
+} from './catalog-memo.ts'
 import { formatCpu } from './cpu.ts'
 import type { BuildContext, BuildOptions, Problem } from './context.ts'
 import { openDb, type Db } from './db/sqlite.ts'
@@ -66,6 +74,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   let versionReader: Promise<Db> | null = null
   let catalogReady: Promise<FileHash> | null = null
   let writer: ReleaseSink | null = null
+  let projectBodies: ProjectBodiesWriter | null = null
   let db: Db | null = null
   try {
     await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingPragmas} ${kept ? '' : stagingSchema}`)
@@ -138,15 +147,21 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // The versions are read on a connection of their own (its own SQLite thread).
     versionReader = prepareVersionFiles(catalogFile, BUILD_CACHE_KIB)
     versionReader.catch(() => {})
-    await writeSiteFiles(db, writer)
-    await writeUserFiles(db, writer)
-    await writeProjectFiles(db, maps, writer)
-    const versions = await versionReader
-    versionReader = null
-    // The bodies of versions whose JSON was reused are named without being read when the seal needs
-    // none of them or can read them from the live release's snapshot (else from the store, body-pack.ts).
+    // The live release's bodies (of versions whose JSON was reused, of projects whose inputs did not
+    // change) are named without being read when the seal needs none of them or can read them from
+    // the live release's snapshot (else from the store, body-pack.ts).
     const previousSnapshot = pending.previousDir ? readPointer(pending.previousDir)?.snapshot : null
     const unread = memo.catalogFile !== null && (!recorder.packBodies || !!previousSnapshot)
+    await writeSiteFiles(db, writer)
+    await writeUserFiles(db, writer)
+    // Each project's bodies are listed for the next build (catalog-memo.ts, PROJECT_BODIES).
+    projectBodies = renderKey === null ? null : createProjectBodiesWriter(pending.dir, renderKey)
+    const projectReuse = unread && maps.projectMemo && renderKey !== null && pending.previousDir ? readProjectBodies(pending.previousDir, renderKey) : null
+    const { reused: projectsNamed } = await writeProjectFiles(db, maps, writer, projectReuse, projectBodies)
+    projectBodies?.finish()
+    if (projectsNamed > 0) log(`… named ${projectsNamed} projects' bodies from the live release without rendering them, after ${secondsSince(started)}s`)
+    const versions = await versionReader
+    versionReader = null
     const { unread: named } = await writeVersionFiles(versions, writer, maps.hashOwners, maps.storedVersion, unread)
     if (named > 0) log(`… named ${named} versions' bodies from the live release without reading them, after ${secondsSince(started)}s`)
     await writeObjects(db, options.dataDir, writer)
@@ -199,6 +214,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   } catch (err) {
     // Neither the write process nor the compaction may write into a release folder being removed.
     await writer?.close()
+    projectBodies?.close()
     await db?.close().catch(() => {})
     await versionReader?.then((reader) => reader.close()).catch(() => {})
     await compaction?.catch(() => {})

@@ -37,8 +37,15 @@ function published(built: BuiltRelease): unknown {
 /** The catalog phase's line about reused JSON: [reused, to render], or null when there is none. */
 function reuseLine(): [number, number] | null {
   const line = logs.find((l) => l.startsWith("… reused ") && l.includes("versions' JSON from release"))
-  const m = line?.match(/^… reused (\d+) versions' JSON from release \d+ \((\d+) to render\)/)
+  const m = line?.match(/^… reused (\d+) versions' JSON from release \d+ \((\d+) to render; (\d+) projects' bodies to render again\)/)
   return m ? [Number(m[1]), Number(m[2])] : null
+}
+
+/** How many projects the catalog listed to render again, and how many the render named unread (their bodies the live release's). */
+function projectCounts(): { render: number; named: number } {
+  const render = logs.map((l) => l.match(/; (\d+) projects' bodies to render again\)/)).find((x) => x)
+  const named = logs.map((l) => l.match(/^… named (\d+) projects' bodies from the live release without rendering them/)).find((x) => x)
+  return { render: render ? Number(render[1]) : -1, named: named ? Number(named[1]) : 0 }
 }
 
 /** How many versions' bodies the render named unread (build/static/versions.ts); 0 without the line. */
@@ -83,7 +90,7 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
   })
 
   // Each edit changes versions' JSON in files the load does not read again.
-  const edits: { name: string; edit: () => void; check: (built: BuiltRelease) => void; atLeast: number }[] = [
+  const edits: { name: string; edit: () => void; check: (built: BuiltRelease) => void; atLeast: number; projects: number }[] = [
     {
       name: "a project others depend on renamed: their dependencies show the new name",
       edit: () => editJson('projects/fabric-api/project.json', (p) => (p.name = 'Fabric API (renamed)')),
@@ -92,6 +99,8 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
         expect(dep?.project?.name).toBe('Fabric API (renamed)')
       },
       atLeast: 20,
+      // Fabric API and every project whose versions depend on it.
+      projects: 10,
     },
     {
       name: 'a version others name made a draft: their dependencies lose its id',
@@ -103,6 +112,7 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
         expect(dep!.versionId).toBeNull()
       },
       atLeast: 2,
+      projects: 2,
     },
     {
       name: 'a project others depend on made private: their dependencies on it go',
@@ -112,10 +122,22 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
         expect(ids).not.toContain('public/api/v1/projects/sodium.json')
       },
       atLeast: 9,
+      projects: 3,
+    },
+    {
+      name: "a translator renamed: the projects they are a member of show the new name, with no version's JSON changed",
+      edit: () => editJson('users/cobblestone_carl.json', (u) => (u.name = 'Carl Jensen (renamed)')),
+      check: (built) => {
+        const detail = JSON.parse(readFileSync(path.join(built.releaseDir, 'public/api/v1/projects/modmenu.json'), 'utf8'))
+        expect(detail.data.members.find((m: { user: { id: string } }) => m.user.id === 'fjGtZ61O').user.name).toBe('Carl Jensen (renamed)')
+      },
+      atLeast: 0,
+      // Mod Menu, JEI and Create, of which he is a member only.
+      projects: 3,
     },
   ]
 
-  for (const { name, edit, check, atLeast } of edits) {
+  for (const { name, edit, check, atLeast, projects } of edits) {
     it(`${name}; the same bytes as a full build`, async () => {
       edit()
       const rebuilt = await rebuild()
@@ -126,6 +148,10 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
       expect(reuse![0]).toBeGreaterThan(reuse![1])
       // Each reused body named without its bytes: the seal read it from the live release's snapshot.
       expect(unreadCount()).toBe(reuse![0])
+      // The projects whose bodies the edit reaches are rendered again, the others named unread.
+      const counted = projectCounts()
+      expect(counted.render).toBeGreaterThanOrEqual(projects)
+      expect(counted.named).toBeGreaterThan(counted.render)
       check(rebuilt)
       expect(published(rebuilt)).toEqual(published(await fullBuild()))
     })
@@ -192,5 +218,10 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
     expect(reuseLine()).toBeNull()
     expect(logs).toContain("No versions' JSON reused from the live release: the kept staging names no release")
     expect(published(healed)).toEqual(published(await fullBuild(other)))
+    // Written on the main thread alone into an empty folder (BUILD_WRITE_WORKER=0, BUILD_RECYCLE=0): linked from the store, the same bytes.
+    editJson('projects/fabric-api/project.json', (p) => (p.name = 'Fabric API (main thread)'))
+    const alone = await rebuild({ ...other, writeWorker: false, recycle: false })
+    expect(unreadCount()).toBeGreaterThan(100)
+    expect(published(alone)).toEqual(published(await fullBuild(other)))
   })
 })

@@ -92,8 +92,9 @@ describe('a release written over a recycled tree', () => {
     // Nothing was removed after the release went live: the tree it would have removed is this one.
     expect(logs.some((l) => l.startsWith('Removed '))).toBe(false)
     expect(readdirSync(path.join(dist, 'releases')).sort()).toEqual(['00000002', '00000003'])
-    // archive-members.tsv: the member index of the archive, which the next build copies members from (build/release/archive.ts).
-    expect(readdirSync(release('00000003')).sort()).toEqual(['.complete', 'archive-members.tsv', 'catalog.sqlite', 'manifest.tsv', 'public', 'release.json'])
+    // archive-members.tsv: the member index of the archive, which the next build copies members from (build/release/archive.ts);
+    // project-bodies.tsv: each project's bodies, which the next build names without rendering them again (build/catalog-memo.ts).
+    expect(readdirSync(release('00000003')).sort()).toEqual(['.complete', 'archive-members.tsv', 'catalog.sqlite', 'manifest.tsv', 'project-bodies.tsv', 'public', 'release.json'])
     expect(third.pointer.changes.removed).toBeGreaterThan(0)
     expect(third.pointer.changes.added).toBeGreaterThan(0)
 

@@ -133,11 +133,12 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
       const sha256 = hashBody(bytes)
       recorder.record(names, sha256, bytes.length, false, bytes)
       // Over a recycled tree the process would only find a stored body in the store: not sent.
-      if (stored && recycled) return
+      if (stored && recycled) return sha256
       batch.sizes.push(bytes.length)
       batch.chunks.push(bytes)
       batch.size += bytes.length
       add(names, sha256)
+      return sha256
     },
     writeStored(names, sha256, size) {
       recorder.record(names, sha256, size, false)

@@ -23,9 +23,10 @@ export interface ReleaseSink {
   /**
    * Writes bytes under the first name and hard-links the others to it (ReleaseWriter.write).
    * `stored`: the live release has this body, so the content store has it too; over a recycled
-   * tree, whose names are put at the seal, nothing is then done in the tree for it.
+   * tree, whose names are put at the seal, nothing is then done in the tree for it. Returns the
+   * body's SHA-256.
    */
-  write(names: readonly string[], bytes: Buffer, stored?: boolean): void
+  write(names: readonly string[], bytes: Buffer, stored?: boolean): string
   /**
    * Names a body of the live release by its SHA-256 and size without its bytes (ReleaseWriter.writeStored):
    * the content store has it. It goes into the manifest, not into the body pack (the seal reads it

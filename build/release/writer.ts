@@ -35,8 +35,8 @@ export interface WriteStats {
 
 /** Writes names into one release folder. */
 export interface ReleaseWriter {
-  /** Writes bytes under the first name and hard-links the others to it; `stored`: see ReleaseSink.write. */
-  write(names: readonly string[], bytes: Buffer, stored?: boolean): void
+  /** Writes bytes under the first name and hard-links the others to it; `stored`: see ReleaseSink.write. Returns the body's SHA-256. */
+  write(names: readonly string[], bytes: Buffer, stored?: boolean): string
   /** Names a body the content store holds, without its bytes (ReleaseSink.writeStored). */
   writeStored(names: readonly string[], sha256: string, size: number): void
   /** Copies a blob from the source catalog under a name. */
@@ -83,6 +83,7 @@ export function createReleaseWriter(releaseDir: string, onProgress: (stats: Writ
       const sha256 = hashBody(bytes)
       // Over a recycled tree a stored body needs nothing from the tree: put would only find it in the store.
       recorder.record(names, sha256, bytes.length, stored && recycled ? false : tree.put(names, bytes, sha256), bytes)
+      return sha256
     },
     writeStored(names, sha256, size) {
       // Over a recycled tree the names are put from the store at the seal.

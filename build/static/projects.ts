@@ -3,6 +3,7 @@
  * current files and the first page of its versions list.
  */
 import type { CatalogMaps } from '../catalog.ts'
+import { BODIES_PER_PROJECT, type BodyRef, type ProjectBodiesWriter } from '../catalog-memo.ts'
 import type { Db } from '../db/sqlite.ts'
 import { renderBodyBytes, renderPageMeta, renderRawListBytes } from '../render/body.ts'
 import { renderProjectDetail } from '../render/resources.ts'
@@ -16,34 +17,64 @@ const BATCH = 500
 /** Default page size of paginated lists (SPEC §4). */
 export const DEFAULT_LIMIT = 20
 
-/** Writes every project's static files. */
-export async function writeProjectFiles(db: Db, maps: CatalogMaps, writer: ReleaseSink): Promise<void> {
-  type ProjectRow = { rowid: number; id: string; slug: string; summary_json: string; source_json: string }
+/**
+ * What writeProjectFiles may reuse: the live release's bodies of each project (readProjectBodies),
+ * named without rendering for every project the catalog connection does not list in
+ * `temp.memo_project_render` (catalog-memo.ts); null: every project is rendered.
+ */
+export type ProjectReuse = Map<string, BodyRef[]> | null
+
+/**
+ * Writes every project's static files; records each project's bodies in `out` (for the next build),
+ * and names a project's bodies from `reuse` without rendering them when its inputs are unchanged.
+ * Returns how many projects were named so.
+ */
+export async function writeProjectFiles(
+  db: Db,
+  maps: CatalogMaps,
+  writer: ReleaseSink,
+  reuse: ProjectReuse = null,
+  out: ProjectBodiesWriter | null = null,
+): Promise<{ reused: number }> {
+  type ProjectRow = { rowid: number; id: string; slug: string; changed: number }
   const batches = prefetchBatches(0, async (last: number) => {
     const projects = await db.all<ProjectRow>(
-      `SELECT rowid, id, slug, summary_json, source_json FROM projects WHERE rowid > ? ORDER BY rowid LIMIT ${BATCH}`,
+      `SELECT rowid, id, slug, ${reuse ? 'id IN temp.memo_project_render' : '1'} AS changed FROM projects WHERE rowid > ? ORDER BY rowid LIMIT ${BATCH}`,
       [last],
     )
     if (projects.length === 0) return null
-    const ids = JSON.stringify(projects.map((p) => p.id))
-    // Queued together: SQLite's thread runs them back to back.
-    const [members, firstPages, totals, deps] = await Promise.all([
-      db.all<{ project_id: string; user_id: string; role: string }>(
+    const known = new Map<string, BodyRef[]>()
+    for (const p of projects) {
+      const bodies = p.changed ? undefined : reuse?.get(p.id)
+      if (bodies?.length === BODIES_PER_PROJECT) known.set(p.id, bodies)
+    }
+    const ids = JSON.stringify(projects.filter((p) => !known.has(p.id)).map((p) => p.id))
+    // Queued together: SQLite's thread runs them back to back (none when every project of the batch is named from `reuse`).
+    const none = ids === '[]'
+    const all = <T>(sql: string, params: string[]): Promise<T[]> => (none ? Promise.resolve([]) : db.all<T>(sql, params))
+    const [rows, members, firstPages, totals, deps] = await Promise.all([
+      all<{ id: string; summary_json: string; source_json: string }>(
+        `SELECT id, summary_json, source_json FROM projects WHERE id IN (SELECT value FROM json_each(?))`,
+        [ids],
+      ),
+      all<{ project_id: string; user_id: string; role: string }>(
         `SELECT project_id, user_id, role FROM project_members WHERE project_id IN (SELECT value FROM json_each(?)) ORDER BY project_id, position`,
         [ids],
       ),
-      db.all<{ project_id: string; json: string }>(
+      all<{ project_id: string; json: string }>(
         `SELECT project_id, json FROM versions WHERE project_id IN (SELECT value FROM json_each(?)) AND rank < ${DEFAULT_LIMIT} ORDER BY project_id, rank`,
         [ids],
       ),
-      db.all<{ project_id: string; n: number }>(
+      all<{ project_id: string; n: number }>(
         `SELECT project_id, count(*) AS n FROM versions WHERE project_id IN (SELECT value FROM json_each(?)) GROUP BY project_id`,
         [ids],
       ),
-      listDependencies(db, ids),
+      none ? new Map<string, { projects: string[]; versions: string[] }>() : listDependencies(db, ids),
     ])
     const batch = {
       projects,
+      known,
+      rows: new Map(rows.map((r) => [r.id, r])),
       members: groupBy(members, (r) => r.project_id),
       firstPages: groupBy(firstPages, (r) => r.project_id),
       totals: new Map(totals.map((r) => [r.project_id, r.n])),
@@ -51,29 +82,45 @@ export async function writeProjectFiles(db: Db, maps: CatalogMaps, writer: Relea
     }
     return { batch, next: projects[projects.length - 1]!.rowid }
   })
-  for await (const { projects, members, firstPages, totals, deps } of batches) {
+  let reused = 0
+  for await (const { projects, known, rows, members, firstPages, totals, deps } of batches) {
     for (const p of projects) {
-      const source = JSON.parse(p.source_json) as SourceProject
-      const summary = JSON.parse(p.summary_json) as ProjectSummary
+      const names = (suffix: string): string[] => [apiFile(`/projects/${p.id}${suffix}`), apiFile(`/projects/${p.slug}${suffix}`)]
+      const suffixes = ['', '/files', '/versions', '/dependencies']
+      const stored = known.get(p.id)
+      if (stored) {
+        for (const [i, suffix] of suffixes.entries()) writer.writeStored(names(suffix), stored[i]!.sha256, stored[i]!.size)
+        out?.add(p.id, stored)
+        reused++
+        continue
+      }
+      const row = rows.get(p.id)!
+      const source = JSON.parse(row.source_json) as SourceProject
+      const summary = JSON.parse(row.summary_json) as ProjectSummary
       const pageRows = firstPages.get(p.id) ?? []
       const current = pageRows[0] ? (JSON.parse(pageRows[0].json) as Version) : null
       const team: { role: string; user: Author }[] = (members.get(p.id) ?? []).map((m) => ({
         role: m.role,
         user: maps.authors.get(m.user_id)!,
       }))
-      const names = (suffix: string): string[] => [apiFile(`/projects/${p.id}${suffix}`), apiFile(`/projects/${p.slug}${suffix}`)]
-      writer.write(names(''), renderBodyBytes(renderProjectDetail(summary, source, team, current)))
-      writer.write(names('/files'), renderBodyBytes(current?.files ?? []))
       const total = totals.get(p.id) ?? 0
-      writer.write(
-        names('/versions'),
-        renderRawListBytes(pageRows.map((r) => r.json), renderPageMeta(1, DEFAULT_LIMIT, total)),
-      )
       const d = deps.get(p.id) ?? { projects: [], versions: [] }
-      writer.write(names('/dependencies'), Buffer.from(`{"data":{"projects":[${d.projects.join(',')}],"versions":[${d.versions.join(',')}]}}`))
+      // In the order of `suffixes`.
+      const bodies = [
+        renderBodyBytes(renderProjectDetail(summary, source, team, current)),
+        renderBodyBytes(current?.files ?? []),
+        renderRawListBytes(
+          pageRows.map((r) => r.json),
+          renderPageMeta(1, DEFAULT_LIMIT, total),
+        ),
+        Buffer.from(`{"data":{"projects":[${d.projects.join(',')}],"versions":[${d.versions.join(',')}]}}`),
+      ]
+      const refs = bodies.map((bytes, i) => ({ sha256: writer.write(names(suffixes[i]!), bytes), size: bytes.length }))
+      out?.add(p.id, refs)
     }
     await writer.drain()
   }
+  return { reused }
 }
 
 /**
