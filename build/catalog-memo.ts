@@ -119,26 +119,30 @@ export function resolveMemoSource(kept: boolean, lineage: StagingLineage | null,
  * JSON of the versions they name. So a project is rendered again when any of those differs between
  * the two catalogs, in either direction (a row only one catalog has counts); every other project's
  * bodies are the live release's (test/catalog-memo.test.ts requires a full build's bytes).
+ *
+ * The versions are compared through their JSON (rendered again, or new: still without JSON) and
+ * their count per project: a version's rank changes only when a version of its project is added,
+ * removed or re-dated, which one of those shows. Rows are compared by joining on their ids, not by
+ * EXCEPT: the EXCEPT of the projects' 505 MB of rows at the large catalog took 18 s, the join 0.9.
  */
 const projectRenderSql = `
   CREATE TEMP TABLE memo_changed_projects (id TEXT PRIMARY KEY) WITHOUT ROWID;
   INSERT OR IGNORE INTO memo_changed_projects
-    SELECT id FROM (SELECT id, slug, summary_json, source_json FROM main.projects EXCEPT SELECT id, slug, summary_json, source_json FROM memo.projects)
-    UNION ALL SELECT id FROM (SELECT id, slug, summary_json, source_json FROM memo.projects EXCEPT SELECT id, slug, summary_json, source_json FROM main.projects);
-  CREATE TEMP TABLE memo_changed_versions (id TEXT, project_id TEXT, PRIMARY KEY (id, project_id)) WITHOUT ROWID;
-  INSERT OR IGNORE INTO memo_changed_versions
-    SELECT id, project_id FROM main.versions WHERE json IS NULL
-    UNION ALL SELECT id, project_id FROM (SELECT id, project_id, rank FROM main.versions EXCEPT SELECT id, project_id, rank FROM memo.versions)
-    UNION ALL SELECT id, project_id FROM (SELECT id, project_id, rank FROM memo.versions EXCEPT SELECT id, project_id, rank FROM main.versions);
+    SELECT m.id FROM main.projects m LEFT JOIN memo.projects o ON o.id = m.id
+      WHERE o.id IS NULL OR o.slug IS NOT m.slug OR o.summary_json IS NOT m.summary_json OR o.source_json IS NOT m.source_json
+    UNION ALL SELECT o.id FROM memo.projects o WHERE NOT EXISTS (SELECT 1 FROM main.projects m WHERE m.id = o.id);
+  CREATE TEMP TABLE memo_changed_versions (id TEXT PRIMARY KEY, project_id TEXT) WITHOUT ROWID;
+  INSERT OR IGNORE INTO memo_changed_versions SELECT id, project_id FROM main.versions WHERE json IS NULL;
   CREATE TEMP TABLE memo_project_render (id TEXT PRIMARY KEY) WITHOUT ROWID;
   INSERT OR IGNORE INTO memo_project_render
     SELECT id FROM memo_changed_projects
     UNION ALL SELECT project_id FROM memo_changed_versions
+    UNION ALL SELECT project_id FROM (SELECT project_id, count(*) FROM main.versions GROUP BY project_id EXCEPT SELECT project_id, count(*) FROM memo.versions GROUP BY project_id)
+    UNION ALL SELECT project_id FROM (SELECT project_id, count(*) FROM memo.versions GROUP BY project_id EXCEPT SELECT project_id, count(*) FROM main.versions GROUP BY project_id)
     UNION ALL SELECT project_id FROM (SELECT project_id, position, user_id, role FROM main.project_members EXCEPT SELECT project_id, position, user_id, role FROM memo.project_members)
     UNION ALL SELECT project_id FROM (SELECT project_id, position, user_id, role FROM memo.project_members EXCEPT SELECT project_id, position, user_id, role FROM main.project_members)
     UNION ALL SELECT m.project_id FROM main.project_members m WHERE m.user_id IN (
-      SELECT id FROM (SELECT id, author_json FROM main.users EXCEPT SELECT id, author_json FROM memo.users)
-      UNION ALL SELECT id FROM (SELECT id, author_json FROM memo.users EXCEPT SELECT id, author_json FROM main.users))
+      SELECT u.id FROM main.users u LEFT JOIN memo.users o ON o.id = u.id WHERE o.id IS NULL OR o.author_json IS NOT u.author_json)
     UNION ALL SELECT v.project_id FROM main.dependencies d JOIN main.versions v ON v.id = d.version_id
       WHERE d.project_id IN memo_changed_projects OR d.dep_version_id IN (SELECT id FROM memo_changed_versions)
     UNION ALL SELECT v.project_id FROM memo.dependencies d JOIN memo.versions v ON v.id = d.version_id
