@@ -29,7 +29,7 @@ import { sealRelease } from './release/seal.ts'
 import { createWritePool } from './release/write-pool.ts'
 import { createLocalSink, type ReleaseSink } from './release/write-sink.ts'
 import type { WriteStats } from './release/writer.ts'
-import { writeProjectFiles, type ProjectReuse } from './static/projects.ts'
+import { writeProjectFiles } from './static/projects.ts'
 import { writeObjects, writeSiteFiles } from './static/site.ts'
 import { writeUserFiles } from './static/users.ts'
 import { prepareVersionFiles, writeVersionFiles } from './static/versions.ts'
@@ -156,9 +156,14 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await writeUserFiles(db, writer)
     // Each project's bodies are listed for the next build (catalog-memo.ts, PROJECT_BODIES).
     projectBodies = renderKey === null ? null : createProjectBodiesWriter(pending.dir, renderKey)
-    // Read here, so that the map (60 MB at the large catalog) is not held through the seal.
-    const readReuse = (): ProjectReuse => (unread && maps.projectMemo && renderKey !== null && pending.previousDir ? readProjectBodies(pending.previousDir, renderKey) : null)
-    const { reused: projectsNamed } = await writeProjectFiles(db, maps, writer, readReuse(), projectBodies)
+    // Passed, not kept in a variable: the map (60 MB at the large catalog) is not held through the seal.
+    const { reused: projectsNamed } = await writeProjectFiles(
+      db,
+      maps,
+      writer,
+      unread && maps.projectMemo && renderKey !== null && pending.previousDir ? readProjectBodies(pending.previousDir, renderKey) : null,
+      projectBodies,
+    )
     projectBodies?.finish()
     if (projectsNamed > 0) log(`… named ${projectsNamed} projects' bodies from the live release without rendering them, after ${secondsSince(started)}s`)
     const versions = await versionReader

@@ -6,6 +6,7 @@
  * these same files: at the large catalog every extra name per version costs a million links.
  */
 import { OWNS_SHA1, OWNS_SHA256, type HashOwners } from '../catalog.ts'
+import type { BodyRef } from '../catalog-memo.ts'
 import { openDb, type Db } from '../db/sqlite.ts'
 import { renderRawBytes } from '../render/body.ts'
 import { etagSize } from '../render/etag.ts'
@@ -70,7 +71,7 @@ export async function writeVersionFiles(
       [last],
     )
     if (rows.length === 0) return null
-    const known = new Map<number, { sha256: string; size: number }>()
+    const known = new Map<number, BodyRef>()
     if (unread) {
       for (const r of rows) {
         const size = r.body_etag === null ? null : etagSize(r.body_etag)
