@@ -126,9 +126,9 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
     CREATE TEMP TABLE visible_projects AS SELECT id FROM s_projects WHERE status = 'published';
     CREATE UNIQUE INDEX temp.visible_projects_id ON visible_projects(id);
     INSERT INTO versions (id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at)
-      SELECT v.id, v.project_id, v.version_number, v.json->>'channel',
-        row_number() OVER (PARTITION BY v.project_id ORDER BY v.json->>'publishedAt' DESC, v.json->>'createdAt' DESC, v.id) - 1 AS rank,
-        v.json->'gameVersions', v.json->'platforms', v.json->>'downloads', v.json->>'createdAt', v.json->>'publishedAt'
+      SELECT v.id, v.project_id, v.version_number, v.channel,
+        row_number() OVER (PARTITION BY v.project_id ORDER BY v.published_at DESC, v.created_at DESC, v.id) - 1 AS rank,
+        v.game_versions, v.platforms, v.downloads, v.created_at, v.published_at
       FROM s_versions v WHERE v.status = 'published' AND v.project_id IN visible_projects
       ORDER BY v.project_id, rank;
     INSERT INTO files (id, version_id, version_rowid, project_id, position, filename, size, sha256, sha1)
@@ -148,12 +148,12 @@ async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
   }
   await db.exec(`
     INSERT INTO dependencies (version_id, position, type, project_id, dep_version_id)
-      SELECT v.id, d.key, d.value->>'type', p.id, w.id
-      FROM versions v JOIN s_versions sv ON sv.id = v.id, json_each(sv.json, '$.dependencies') d
-      LEFT JOIN s_versions sw ON sw.id = d.value->>'versionId'
-      JOIN visible_projects p ON p.id = coalesce(d.value->>'projectId', sw.project_id)
-      LEFT JOIN versions w ON w.id = d.value->>'versionId'
-      WHERE d.value->>'external' IS NULL;
+      SELECT v.id, d.position, d.type, p.id, w.id
+      FROM versions v JOIN s_dependencies d ON d.version_id = v.id
+      LEFT JOIN s_versions sw ON sw.id = d.dep_version_id
+      JOIN visible_projects p ON p.id = coalesce(d.project_id, sw.project_id)
+      LEFT JOIN versions w ON w.id = d.dep_version_id
+      WHERE NOT d.external;
   `)
 }
 

@@ -56,7 +56,7 @@ export const recordKinds = {
   projects: simple('projects/*/project.json', 's_projects', sourceProjectSchema, (r, file, json) => [r.id, r.slug, r.type, r.status, file.split('/')[1] ?? '', file, json]),
   versions: {
     pattern: 'projects/*/versions/*.json',
-    tables: ['s_versions', 's_files'],
+    tables: ['s_versions', 's_files', 's_dependencies'],
     schema: sourceVersionSchema,
     toRows: versionRows,
   },
@@ -142,9 +142,16 @@ function versionRows(record: Record<string, unknown>, file: string, emit: Emit, 
   if (normalFiles.length > 0 && !normalFiles.some((f) => f.primary)) normalFiles[0]!.primary = true
   const stored = { ...version, files: normalFiles.map(({ blob: _blob, ...rest }) => rest) }
   const folder = file.split('/')[1] ?? ''
-  emit('s_versions', [version.id, version.projectId, version.versionNumber, version.status, folder, file, JSON.stringify(stored)])
+  // The columns are the values the catalog copies (catalog.ts writeVisibleRows), as SQLite would take them out of the JSON.
+  emit('s_versions', [
+    version.id, version.projectId, version.versionNumber, version.status, folder, file, JSON.stringify(stored),
+    version.channel, version.publishedAt, version.createdAt, JSON.stringify(version.gameVersions), JSON.stringify(version.platforms), version.downloads,
+  ])
   for (const [i, f] of normalFiles.entries()) {
     emit('s_files', [f.id, version.id, version.projectId, f.filename, f.size, f.sha256, f.sha1, i, f.blob, file])
+  }
+  for (const [i, d] of version.dependencies.entries()) {
+    emit('s_dependencies', [version.id, version.projectId, i, d.type, d.projectId ?? null, d.versionId ?? null, d.external ? 1 : 0, file])
   }
 }
 

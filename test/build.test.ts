@@ -82,9 +82,22 @@ describe('build and publish', () => {
   })
 
   it('finds cross-record mistakes across files', async () => {
-    const [a, b] = versionFiles('lithium')
+    const [a, b, c] = versionFiles('lithium')
     const va = readJson(a!)
     const vb = readJson(b!)
+    const vc = readJson(c!)
+    const sodiumVersion = readJson(versionFiles('sodium')[0]!)
+    const irisId = readJson('projects/iris/project.json').id
+    // The three dependency mistakes a version can make on its own: no such version, a version of
+    // another project than the one named, its own project (by id).
+    writeJson(c!, {
+      ...vc,
+      dependencies: [
+        { type: 'required', versionId: 'NoSuchV1' },
+        { type: 'optional', projectId: irisId, versionId: sodiumVersion.id },
+        { type: 'incompatible', projectId: vc.projectId },
+      ],
+    })
     writeJson(a!, { ...va, gameVersions: ['9.99'], platforms: ['java'], dependencies: [{ type: 'required', projectId: 'Unknown1' }] })
     writeJson(b!, { ...vb, versionNumber: va.versionNumber, files: vb.files.map((f: object, i: number) => (i === 0 ? { ...f, sha1: '0'.repeat(40) } : f)) })
     const project = readJson('projects/iris/project.json')
@@ -94,6 +107,11 @@ describe('build and publish', () => {
     expect(has(problems, a!, 'gameVersions[0]', /unknown game version 9\.99/)).toBe(true)
     expect(has(problems, a!, 'platforms[0]', /not allowed for type mod/)).toBe(true)
     expect(has(problems, a!, 'dependencies[0].projectId', /unknown project Unknown1/)).toBe(true)
+    expect(has(problems, c!, 'dependencies[0].versionId', /^unknown version NoSuchV1$/)).toBe(true)
+    expect(has(problems, c!, 'dependencies[1].versionId', new RegExp(`^version ${sodiumVersion.id} belongs to project ${sodiumVersion.projectId}, not ${irisId}$`))).toBe(true)
+    expect(has(problems, c!, 'dependencies[2]', /^a version cannot depend on its own project$/)).toBe(true)
+    // Each mistake is named once, by the file that makes it.
+    expect(problems.filter((p) => p.file === c!).map((p) => p.path)).toEqual(['dependencies[0].versionId', 'dependencies[1].versionId', 'dependencies[2]'])
     expect(has(problems, b!, 'versionNumber', /duplicate version number/)).toBe(true)
     expect(has(problems, b!, 'files[0].sha1', /declared 0+ but the blob has/)).toBe(true)
     expect(has(problems, 'projects/iris/project.json', 'categories[0]', /unknown category/)).toBe(true)
@@ -101,6 +119,7 @@ describe('build and publish', () => {
     expect(has(problems, 'projects/zz-copy/project.json', 'slug', /duplicate project slug/)).toBe(true)
     writeJson(a!, va)
     writeJson(b!, vb)
+    writeJson(c!, vc)
     writeJson('projects/iris/project.json', project)
     rmSync(path.join(data, 'projects/zz-copy'), { recursive: true })
   })

@@ -86,8 +86,9 @@ describe('staging kept between builds', () => {
     expect(same.changes).toMatchObject({ added: 0, changed: 0, removed: 0 })
     expect(published(same)).toEqual(published(first))
 
-    // Five record files to read again: an edited project, a new version (with a new blob), a
-    // version whose blob's bytes changed (its JSON untouched), a user file only touched, a new user.
+    // Six record files to read again: an edited project, a new version (with a new blob), a
+    // version whose blob's bytes changed (its JSON untouched), a user file only touched, a new user,
+    // a version whose dependency changed (below).
     editSummary(data, 'sodium', 'Kept staging, edited summary')
     addSodiumVersion(data)
     const blob = path.join(data, 'projects/appleskin/versions/2.5.1+mc1.20.1/appleskin-fabric-mc1.20-2.5.1.jar')
@@ -98,13 +99,19 @@ describe('staging kept between builds', () => {
     utimesSync(path.join(users, someUser!), later, later)
     const user = JSON.parse(readFileSync(path.join(users, someUser!), 'utf8'))
     writeFileSync(path.join(users, 'kept-staging-user.json'), JSON.stringify({ ...user, id: 'KsU5er01', username: 'kept-staging-user' }))
+    // A version whose dependency changed: its old dependency rows must go with its old record.
+    const clothFile = path.join(data, 'projects/cloth-config/versions/11.1.106+fabric.json')
+    const cloth = JSON.parse(readFileSync(clothFile, 'utf8'))
+    expect(cloth.dependencies[2]).toEqual({ type: 'optional', projectId: '51wyhRje' })
+    cloth.dependencies[2].type = 'required'
+    writeFileSync(clothFile, JSON.stringify(cloth, null, 2))
     // And one removed (read by nobody: its rows must go).
     const removed = removableVersion()
     const removedId = JSON.parse(readFileSync(removed, 'utf8')).id as string
     rmSync(removed)
 
     const rebuilt = await build()
-    expect(loadLine()).toContain('Staging kept from the last build: read 5 changed record files')
+    expect(loadLine()).toContain('Staging kept from the last build: read 6 changed record files')
     const full = await build(path.join(root, 'dist-full'), false)
     expect(loadLine()).not.toContain('Staging kept')
     expect(published(rebuilt)).toEqual(published(full))
@@ -113,6 +120,8 @@ describe('staging kept between builds', () => {
     expect(names.some((n) => n.includes('Zz9Yy8Xx'))).toBe(true)
     expect(names.some((n) => n.includes(removedId))).toBe(false)
     expect(names.some((n) => n.includes('kept-staging-user'))).toBe(true)
+    const clothBody = JSON.parse(readFileSync(path.join(rebuilt.releaseDir, 'public/api/v1/versions/hVc1Tyvm.json'), 'utf8'))
+    expect(clothBody.data.dependencies.map((d: { type: string }) => d.type)).toEqual(['embedded', 'embedded', 'required'])
     const appleskin = JSON.parse(readFileSync(path.join(rebuilt.releaseDir, 'public/api/v1/projects/appleskin/versions.json'), 'utf8'))
     expect(JSON.stringify(appleskin)).not.toBe(readFileSync(path.join(first.releaseDir, 'public/api/v1/projects/appleskin/versions.json'), 'utf8'))
     // A full build with the cache off keeps none.

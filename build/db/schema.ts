@@ -12,7 +12,10 @@ PRAGMA synchronous = OFF;
 `
 
 /**
- * Staging: one row per source record, the normalised record as JSON; s_sources, one row per record
+ * Staging: one row per source record, the normalised record as JSON (a version's fields the catalog
+ * copies also in columns, and its files and dependencies in rows of their own: taken by the load,
+ * which a rebuild runs on the changed files only, instead of out of 1 M records' JSON by every
+ * catalog); s_sources, one row per record
  * file loaded, with the stat signatures a rebuild compares (build/staging-cache.ts); s_touched, the
  * records of the files the last load read again or dropped (build/catalog-memo.ts).
  */
@@ -24,8 +27,9 @@ CREATE TABLE s_types (slug TEXT, file TEXT, json TEXT);
 CREATE TABLE s_game_versions (version TEXT, file TEXT, json TEXT);
 CREATE TABLE s_users (id TEXT, username TEXT, file TEXT, json TEXT);
 CREATE TABLE s_projects (id TEXT, slug TEXT, type TEXT, status TEXT, folder TEXT, file TEXT, json TEXT);
-CREATE TABLE s_versions (id TEXT, project_id TEXT, version_number TEXT, status TEXT, folder TEXT, file TEXT, json TEXT);
+CREATE TABLE s_versions (id TEXT, project_id TEXT, version_number TEXT, status TEXT, folder TEXT, file TEXT, json TEXT, channel TEXT, published_at TEXT, created_at TEXT, game_versions TEXT, platforms TEXT, downloads INTEGER);
 CREATE TABLE s_files (id TEXT, version_id TEXT, project_id TEXT, filename TEXT, size INTEGER, sha256 TEXT, sha1 TEXT, idx INTEGER, blob TEXT, file TEXT);
+CREATE TABLE s_dependencies (version_id TEXT, version_project_id TEXT, position INTEGER, type TEXT, project_id TEXT, dep_version_id TEXT, external INTEGER, file TEXT);
 CREATE TABLE s_touched (kind TEXT NOT NULL, id TEXT NOT NULL, project_id TEXT);
 `
 
@@ -35,14 +39,16 @@ CREATE INDEX IF NOT EXISTS s_users_id ON s_users(id);
 CREATE INDEX IF NOT EXISTS s_projects_id ON s_projects(id);
 CREATE INDEX IF NOT EXISTS s_projects_folder ON s_projects(folder);
 CREATE INDEX IF NOT EXISTS s_versions_id ON s_versions(id);
-CREATE INDEX IF NOT EXISTS s_versions_project ON s_versions(project_id);
+CREATE INDEX IF NOT EXISTS s_versions_rank ON s_versions(project_id, published_at DESC, created_at DESC, id);
 CREATE INDEX IF NOT EXISTS s_files_sha256 ON s_files(sha256);
+CREATE INDEX IF NOT EXISTS s_files_order ON s_files(project_id, version_id, idx, id);
 CREATE INDEX IF NOT EXISTS s_files_id ON s_files(id);
 CREATE INDEX IF NOT EXISTS s_sources_file ON s_sources(file);
 CREATE INDEX IF NOT EXISTS s_users_file ON s_users(file);
 CREATE INDEX IF NOT EXISTS s_projects_file ON s_projects(file);
 CREATE INDEX IF NOT EXISTS s_versions_file ON s_versions(file);
 CREATE INDEX IF NOT EXISTS s_files_file ON s_files(file);
+CREATE INDEX IF NOT EXISTS s_dependencies_file ON s_dependencies(file);
 `
 
 /** Catalog: visible data only. */
