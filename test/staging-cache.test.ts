@@ -13,6 +13,7 @@ import { resolveBuildOptions } from '../build/config.ts'
 import { ConfigError } from '../build/env.ts'
 import type { NamedSource } from '../build/list-sources.ts'
 import { runBuild } from '../build/index.ts'
+import { openDb } from '../build/db/sqlite.ts'
 import { stagingCachePaths } from '../build/staging-cache.ts'
 import { addSodiumVersion, buildRelease, copySampleData, editSummary, readManifestOf, type BuiltRelease } from './harness.ts'
 
@@ -80,6 +81,30 @@ describe('staging kept between builds', () => {
     expect(at('… built the search index beside the render and copied it into the compacted catalog')).toBeLessThan(at('Wrote the manifest'))
     const cache = stagingCachePaths(dist)
     expect(existsSync(cache.file) && existsSync(cache.key)).toBe(true)
+    // The columns and dependency rows the load takes out of each version (what the catalog copies)
+    // are what SQLite reads out of the version's JSON, for every version and dependency of the sample.
+    const staging = await openDb(cache.file, { readonly: true })
+    try {
+      const versions = await staging.get<{ n: number; off: number; deps: number }>(`
+        SELECT count(*) AS n, (SELECT count(*) FROM s_dependencies) AS deps,
+          sum(channel IS NOT json->>'channel' OR published_at IS NOT json->>'publishedAt' OR created_at IS NOT json->>'createdAt'
+            OR game_versions IS NOT json->'gameVersions' OR platforms IS NOT json->'platforms' OR downloads IS NOT json->>'downloads') AS off
+        FROM s_versions`)
+      expect(versions).toMatchObject({ off: 0 })
+      expect(versions!.n).toBeGreaterThan(100)
+      const fromJson = `SELECT v.id, v.project_id, d.key, d.value->>'type', d.value->>'projectId', d.value->>'versionId', d.value->>'external' IS NOT NULL, v.file
+        FROM s_versions v, json_each(v.json, '$.dependencies') d`
+      const rows = 'SELECT version_id, version_project_id, position, type, project_id, dep_version_id, external, file FROM s_dependencies'
+      const differ = await staging.get<{ n: number }>(`SELECT count(*) AS n FROM (${rows} EXCEPT ${fromJson} UNION ALL SELECT * FROM (${fromJson} EXCEPT ${rows}))`)
+      expect(differ!.n).toBe(0)
+      // Every kind of dependency is in the sample: by project, by version, external.
+      const kinds = await staging.get<{ project: number; version: number; external: number }>(
+        `SELECT sum(project_id IS NOT NULL) AS project, sum(dep_version_id IS NOT NULL) AS version, sum(external) AS external FROM s_dependencies`,
+      )
+      expect(Math.min(kinds!.project, kinds!.version, kinds!.external)).toBeGreaterThan(0)
+    } finally {
+      await staging.close()
+    }
 
     const same = await build()
     expect(loadLine()).toContain('Staging kept from the last build: read 0 changed record files')
