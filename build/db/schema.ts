@@ -33,15 +33,20 @@ CREATE TABLE s_dependencies (version_id TEXT, version_project_id TEXT, position 
 CREATE TABLE s_touched (kind TEXT NOT NULL, id TEXT NOT NULL, project_id TEXT);
 `
 
-/** Indexes added to staging after loading (cheaper than maintaining them during inserts); already there in a kept staging. */
+/**
+ * Indexes added to staging after loading (cheaper than maintaining them during inserts); already
+ * there in a kept staging. None gives the catalog its versions or files in order: walking an index
+ * reads the table's rows out of order, which took the versions' copy from 3.5 s to 12.9 beside the
+ * checks at the large catalog, while a scan and a sort of the copied columns took 3.5 s either way
+ * (bench/results/BUILD-PROFILE.md, Session 31).
+ */
 export const stagingIndexes = `
 CREATE INDEX IF NOT EXISTS s_users_id ON s_users(id);
 CREATE INDEX IF NOT EXISTS s_projects_id ON s_projects(id);
 CREATE INDEX IF NOT EXISTS s_projects_folder ON s_projects(folder);
 CREATE INDEX IF NOT EXISTS s_versions_id ON s_versions(id);
-CREATE INDEX IF NOT EXISTS s_versions_rank ON s_versions(project_id, published_at DESC, created_at DESC, id);
+CREATE INDEX IF NOT EXISTS s_versions_project ON s_versions(project_id);
 CREATE INDEX IF NOT EXISTS s_files_sha256 ON s_files(sha256);
-CREATE INDEX IF NOT EXISTS s_files_order ON s_files(project_id, version_id, idx, id);
 CREATE INDEX IF NOT EXISTS s_files_id ON s_files(id);
 CREATE INDEX IF NOT EXISTS s_sources_file ON s_sources(file);
 CREATE INDEX IF NOT EXISTS s_users_file ON s_users(file);
