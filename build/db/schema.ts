@@ -12,12 +12,12 @@ PRAGMA synchronous = OFF;
 `
 
 /**
- * Staging: one row per source record, the normalised record as JSON (a version's fields the catalog
- * copies also in columns, and its files and dependencies in rows of their own: taken by the load,
- * which a rebuild runs on the changed files only, instead of out of 1 M records' JSON by every
- * catalog); s_sources, one row per record
- * file loaded, with the stat signatures a rebuild compares (build/staging-cache.ts); s_touched, the
- * records of the files the last load read again or dropped (build/catalog-memo.ts).
+ * Staging: one row per source record, the normalised record as JSON. A version's fields the catalog
+ * copies are also columns, and its files and dependencies rows of their own: taken by the load (a
+ * rebuild's: of the changed files only) instead of out of 1 M records' JSON by every catalog.
+ * s_sources, one row per record file loaded, with the stat signatures a rebuild compares
+ * (build/staging-cache.ts); s_touched, the records of the files the last load read again or dropped
+ * (build/catalog-memo.ts).
  */
 export const stagingSchema = `
 CREATE TABLE s_sources (kind TEXT, file TEXT, signature TEXT, blobs TEXT);
@@ -35,10 +35,7 @@ CREATE TABLE s_touched (kind TEXT NOT NULL, id TEXT NOT NULL, project_id TEXT);
 
 /**
  * Indexes added to staging after loading (cheaper than maintaining them during inserts); already
- * there in a kept staging. None gives the catalog its versions or files in order: walking an index
- * reads the table's rows out of order, which took the versions' copy from 3.5 s to 12.9 beside the
- * checks at the large catalog, while a scan and a sort of the copied columns took 3.5 s either way
- * (bench/results/BUILD-PROFILE.md, Session 31).
+ * there in a kept staging. None is for the catalog's copy, which scans (catalog.ts writeVisibleRows).
  */
 export const stagingIndexes = `
 CREATE INDEX IF NOT EXISTS s_users_id ON s_users(id);
