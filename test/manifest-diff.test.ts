@@ -1,16 +1,17 @@
 /**
- * The seal compares shards line by line (diffShardLines) where the publisher compares parsed entries
- * (diffShard): both must give the same changes, in the same order, with the same replaced entries.
+ * The seal compares shards line by line, as bytes (diffShardBytes), where the publisher compares
+ * parsed entries (diffShard): both must give the same changes, in the same order, with the same
+ * replaced entries, as the comparison of lines as strings (diffShardLines) does.
  */
 import { describe, expect, it } from 'vitest'
 import type { ManifestEntry } from '../build/release/formats.ts'
-import { diffShard, diffShardLines, formatEntry, joinShard, parseShard, shardLines, type Change } from '../build/release/manifest.ts'
+import { diffShard, diffShardBytes, diffShardLines, formatEntry, joinShard, parseShard, shardLines, type Change } from '../build/release/manifest.ts'
 
 const sha = (n: number): string => n.toString(16).padStart(64, '0')
 const entry = (path: string, n: number, size = 100 + n): ManifestEntry => ({ path, sha256: sha(n), size })
 const text = (entries: ManifestEntry[]): string => joinShard(entries.map(formatEntry))
 
-function both(before: ManifestEntry[], after: ManifestEntry[]): { byEntries: unknown; byLines: unknown } {
+function both(before: ManifestEntry[], after: ManifestEntry[]): { byEntries: unknown; byLines: unknown; byBytes: unknown } {
   const run = (diff: (emit: (c: Change, was?: ManifestEntry) => void) => unknown): unknown => {
     const seen: unknown[] = []
     const counts = diff((c, was) => seen.push([c, was]))
@@ -20,6 +21,7 @@ function both(before: ManifestEntry[], after: ManifestEntry[]): { byEntries: unk
   return {
     byEntries: run((emit) => diffShard(parseShard(b), parseShard(a), emit)),
     byLines: run((emit) => diffShardLines(shardLines(b), shardLines(a), emit)),
+    byBytes: run((emit) => diffShardBytes(Buffer.from(b), Buffer.from(a), emit)),
   }
 }
 
@@ -30,8 +32,9 @@ describe('diffShardLines', () => {
     const list = (rows: [string, number, number?][]): ManifestEntry[] => rows.map(([name, n, size]) => entry(`public/api/v1/${name}.json`, n, size))
     const before = list([['a', 1], ['a/b', 2], ['gone', 3], ['same', 4], ['sized', 5, 10], ['x', 6]])
     const after = list([['a', 1], ['a/b', 7], ['a/c', 8], ['same', 4], ['sized', 5, 11], ['y', 9]])
-    const { byEntries, byLines } = both(before, after)
+    const { byEntries, byLines, byBytes } = both(before, after)
     expect(byLines).toEqual(byEntries)
+    expect(byBytes).toEqual(byEntries)
     expect(byLines).toMatchObject({ counts: { added: 2, changed: 2, removed: 2, unchanged: 2 } })
     // In name order, a replaced or removed entry passed beside its change.
     expect((byLines as { seen: unknown[] }).seen).toEqual([
@@ -46,6 +49,7 @@ describe('diffShardLines', () => {
 
   it('agrees with diffShard on empty shards and on many generated ones', () => {
     expect(both([], []).byLines).toEqual({ counts: { added: 0, changed: 0, removed: 0, unchanged: 0 }, seen: [] })
+    expect(both([], []).byBytes).toEqual({ counts: { added: 0, changed: 0, removed: 0, unchanged: 0 }, seen: [] })
     for (let seed = 1; seed <= 20; seed++) {
       const pick = (salt: number): ManifestEntry[] => {
         const out: ManifestEntry[] = []
@@ -56,9 +60,30 @@ describe('diffShardLines', () => {
         }
         return out
       }
-      const { byEntries, byLines } = both(pick(1), pick(2))
+      const { byEntries, byLines, byBytes } = both(pick(1), pick(2))
       expect(byLines).toEqual(byEntries)
+      expect(byBytes).toEqual(byEntries)
     }
+  })
+
+  it('compares names beyond ASCII in the shards\' own order, where UTF-8 bytes would sort them otherwise', () => {
+    // U+E000 sorts after 😀 (U+1F600) in JavaScript's order (UTF-16 code units: E000 > D83D) and
+    // before it in UTF-8 bytes (EE… < F0…): the shards are sorted the first way.
+    const list = (rows: [string, number][]): ManifestEntry[] => rows.map(([name, n]) => entry(`public/api/v1/${name}.json`, n))
+    const before = list([['caf\u00e9', 1], ['x\u{1F600}', 2], ['x\uE000', 3], ['z', 4]])
+    const after = list([['caf\u00e9', 1], ['x\u{1F600}', 5], ['x\uE000', 3], ['x\uE001', 6], ['z', 4]])
+    const { byEntries, byLines, byBytes } = both(before, after)
+    expect(byBytes).toEqual(byEntries)
+    expect(byLines).toEqual(byEntries)
+    expect(byBytes).toMatchObject({ counts: { added: 1, changed: 1, removed: 0, unchanged: 3 } })
+  })
+
+  it('reads a last line without its newline, and the shards given as views into larger buffers', () => {
+    const b = Buffer.from(text([entry('public/api/v1/a.json', 1), entry('public/api/v1/b.json', 2)]).slice(0, -1))
+    const a = Buffer.concat([Buffer.from('padding'), Buffer.from(text([entry('public/api/v1/a.json', 1), entry('public/api/v1/b.json', 3)]))])
+    const seen: Change[] = []
+    expect(diffShardBytes(b, a.subarray('padding'.length), (c) => seen.push(c))).toEqual({ added: 0, changed: 1, removed: 0, unchanged: 1 })
+    expect(seen).toEqual([{ kind: 'C', entry: entry('public/api/v1/b.json', 3) }])
   })
 
   it('checks the lines of changes and leaves equal lines unparsed', () => {
@@ -67,5 +92,8 @@ describe('diffShardLines', () => {
     expect(() => diffShardLines([good], [good.replace(/\t\d+$/, '\tx')], () => {})).toThrow(/malformed manifest line/)
     // An unchanged line is the same text as one already checked when it was added.
     expect(diffShardLines([good], [good], () => {})).toEqual({ added: 0, changed: 0, removed: 0, unchanged: 1 })
+    expect(() => diffShardBytes(Buffer.alloc(0), Buffer.from('public/../etc\t' + sha(1) + '\t5\n'), () => {})).toThrow(/malformed manifest line/)
+    expect(() => diffShardBytes(Buffer.from(good + '\n'), Buffer.from(good.replace(/\t\d+$/, '\tx') + '\n'), () => {})).toThrow(/malformed manifest line/)
+    expect(diffShardBytes(Buffer.from(good + '\n'), Buffer.from(good + '\n'), () => {})).toEqual({ added: 0, changed: 0, removed: 0, unchanged: 1 })
   })
 })

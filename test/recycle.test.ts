@@ -9,13 +9,16 @@ import { createHash } from 'node:crypto'
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { gunzipSync } from 'node:zlib'
 import { afterAll, describe, expect, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
 import type { BuildOptions } from '../build/context.ts'
 import { ConfigError } from '../build/env.ts'
 import { runBuild } from '../build/index.ts'
 import { contentMtime } from '../build/render/etag.ts'
-import { addSodiumVersion, buildRelease, copySampleData, editSummary, readManifestOf } from './harness.ts'
+import { hashBytes, shardFile } from '../build/release/manifest.ts'
+import { readIndex, shardTextFile } from '../build/release/seal-manifest.ts'
+import { addSodiumVersion, buildRelease, copySampleData, editSummary, readChangesOf, readManifestOf } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'recycle-test-'))
 const data = copySampleData(root)
@@ -59,6 +62,17 @@ function expectTreeMatchesManifest(releaseDir: string): void {
   }
 }
 
+/** Each manifest shard of a release has its plain copy: the shard's text, which has the SHA-256 the index gives. */
+function expectPlainShards(releaseDir: string): void {
+  const index = readIndex(releaseDir)!.index
+  expect(readdirSync(path.join(releaseDir, 'manifest-text')).sort()).toEqual([...new Set(index.shards.map((s) => `${s.sha256}.tsv`))].sort())
+  for (const ref of index.shards) {
+    const plain = readFileSync(path.join(releaseDir, shardTextFile(ref.sha256)))
+    expect(plain.equals(gunzipSync(readFileSync(path.join(releaseDir, shardFile(ref.sha256))))), ref.shard).toBe(true)
+    expect(hashBytes(plain)).toBe(ref.sha256)
+  }
+}
+
 /** Every entry of the content store is named by some release (more than the store's own link). */
 function expectStoreSwept(distDir: string): void {
   const store = path.join(distDir, 'store')
@@ -93,8 +107,10 @@ describe('a release written over a recycled tree', () => {
     expect(logs.some((l) => l.startsWith('Removed '))).toBe(false)
     expect(readdirSync(path.join(dist, 'releases')).sort()).toEqual(['00000002', '00000003'])
     // archive-members.tsv: the member index of the archive, which the next build copies members from (build/release/archive.ts);
-    // project-bodies.tsv: each project's bodies, which the next build names without rendering them again (build/catalog-memo.ts).
-    expect(readdirSync(release('00000003')).sort()).toEqual(['.complete', 'archive-members.tsv', 'catalog.sqlite', 'manifest.tsv', 'project-bodies.tsv', 'public', 'release.json'])
+    // project-bodies.tsv: each project's bodies, which the next build names without rendering them again (build/catalog-memo.ts);
+    // manifest-text: the plain copies of the manifest's shards, which the next build compares with (build/release/manifest.ts).
+    expect(readdirSync(release('00000003')).sort()).toEqual(['.complete', 'archive-members.tsv', 'catalog.sqlite', 'manifest-text', 'manifest.tsv', 'project-bodies.tsv', 'public', 'release.json'])
+    expectPlainShards(release('00000003'))
     expect(third.pointer.changes.removed).toBeGreaterThan(0)
     expect(third.pointer.changes.added).toBeGreaterThan(0)
 
@@ -124,14 +140,39 @@ describe('a release written over a recycled tree', () => {
     deletedSha = removedSha
   })
 
-  it('works the same with the tree written on the main thread alone (BUILD_WRITE_WORKER=0)', async () => {
+  it('works the same with the tree written on the main thread alone (BUILD_WRITE_WORKER=0), and with damaged plain shards', async () => {
     editSummary(data, 'iris', 'Iris, as release 4 has it')
+    // The plain copies of the shards of release 2 (the tree taken over) and release 3 (the one
+    // compared with) damaged: each is given another shard's text, cut short or removed. Trusted,
+    // they would leave names of release 2 in the tree and put wrong lines in the change file; each
+    // must be found out and its gzip shard read instead.
+    for (const id of ['00000002', '00000003']) {
+      const dir = path.join(release(id), 'manifest-text')
+      const copies = readdirSync(dir).sort()
+      const other = readFileSync(path.join(dir, copies[0]!))
+      copies.forEach((name, i) => {
+        const file = path.join(dir, name)
+        if (i % 3 === 0) rmSync(file)
+        else if (i % 3 === 1) writeFileSync(file, readFileSync(file).subarray(0, 100))
+        else writeFileSync(file, other)
+      })
+    }
+    const before = readManifestOf(release('00000003'))
     logs.length = 0
-    await build(dist, { writeWorker: false })
+    const fourth = await build(dist, { writeWorker: false })
     expect(logs.join('\n')).toContain('Writing release 00000004 over the tree of release 00000002')
     expect(readdirSync(path.join(dist, 'releases')).sort()).toEqual(['00000003', '00000004'])
     expectTreeMatchesManifest(release('00000004'))
     expectTreeMatchesManifest(release('00000003'))
+    expectPlainShards(release('00000004'))
+    // The change file lists exactly what differs between the two manifests.
+    const after = readManifestOf(release('00000004'))
+    const expected = [...new Set([...before.keys(), ...after.keys()])]
+      .filter((name) => before.get(name)?.sha256 !== after.get(name)?.sha256)
+      .map((name) => `${after.has(name) ? (before.has(name) ? 'C' : 'A') : 'R'} ${name}`)
+      .sort()
+    expect(expected.length).toBeGreaterThan(0)
+    expect(readChangesOf(release('00000004'), fourth.pointer).map((c) => `${c.kind} ${c.kind === 'R' ? c.path : c.entry.path}`).sort()).toEqual(expected)
     expectStoreSwept(dist)
     // Release 2, the last to name the deleted project, became release 4: its body left the store.
     expect(statSync(path.join(dist, 'store', deletedSha.slice(0, 2), deletedSha), { throwIfNoEntry: false }), logs.join('\n')).toBeUndefined()

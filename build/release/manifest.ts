@@ -74,6 +74,30 @@ export function readShardLines(file: string): string[] {
   return shardLines(readGzipText(readFileSync(file)))
 }
 
+/**
+ * Release-relative folder of the plain copies of a release's manifest shards, `<sha256>.tsv` (not
+ * served): the next build compares its shards with them instead of unzipping the published ones.
+ */
+export const SHARD_TEXT_DIR = 'manifest-text'
+
+/**
+ * The text (as bytes) of the shard whose text has SHA-256 `sha256`: read from its plain copy
+ * `textFile` when that still holds those bytes (a missing, cut or changed copy is not trusted), else
+ * unzipped from its gzip file `gzFile`. Unzipping the previous release's and a recycled tree's 256
+ * shards took 7 s of the seal's thread at the large catalog; reading and hashing their 700 MB of
+ * text takes a fraction of it (bench/results/BUILD-PROFILE.md, Session 32).
+ */
+export function readShardBytes(textFile: string, sha256: string, gzFile: string): Buffer {
+  let plain: Buffer | null = null
+  try {
+    plain = readFileSync(textFile)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+  }
+  if (plain !== null && hashBytes(plain) === sha256) return plain
+  return gunzipSync(readFileSync(gzFile))
+}
+
 /** Entries of a shard's text. */
 export function parseShard(text: string): ManifestEntry[] {
   return shardLines(text).map(parseEntry)
@@ -140,7 +164,8 @@ export function parseChanges(text: string): Change[] {
  */
 export function diffShard(before: readonly ManifestEntry[], after: readonly ManifestEntry[], emit: (c: Change, was?: ManifestEntry) => void): DiffCounts {
   const same = (a: ManifestEntry, b: ManifestEntry): boolean => a.path === b.path && a.sha256 === b.sha256 && a.size === b.size
-  return mergeShard(before, after, same, (e) => e.path, (e) => e, emit)
+  const side = (list: readonly ManifestEntry[]): ShardSide => ({ n: list.length, path: (k) => list[k]!.path, entry: (k) => list[k]! })
+  return mergeShard(side(before), side(after), (i, j) => same(before[i]!, after[j]!), emit)
 }
 
 /**
@@ -152,57 +177,98 @@ export function diffShard(before: readonly ManifestEntry[], after: readonly Mani
  * before any character a name may hold.
  */
 export function diffShardLines(before: readonly string[], after: readonly string[], emit: (c: Change, was?: ManifestEntry) => void): DiffCounts {
-  const pathOf = (line: string): string => {
-    const tab = line.indexOf('\t')
-    return tab < 0 ? line : line.slice(0, tab)
+  return mergeShard(lineSide(before.length, (k) => before[k]!), lineSide(after.length, (k) => after[k]!), (i, j) => before[i] === after[j], emit)
+}
+
+/**
+ * diffShardLines over two shards' texts as bytes (UTF-8, each line ending in a newline): equal lines
+ * are compared as bytes and never decoded, so only the lines of changes become strings (and are
+ * compared in JavaScript's order, the shards' own). Decoding the previous release's and a recycled
+ * tree's 256 shards into strings took 10 s of the seal's thread at the large catalog, and splitting
+ * them into lines 2 s more (bench/results/BUILD-PROFILE.md, Session 32).
+ */
+export function diffShardBytes(before: Uint8Array, after: Uint8Array, emit: (c: Change, was?: ManifestEntry) => void): DiffCounts {
+  const b = Buffer.from(before.buffer, before.byteOffset, before.byteLength)
+  const a = Buffer.from(after.buffer, after.byteOffset, after.byteLength)
+  const bs = lineStarts(b)
+  const as = lineStarts(a)
+  const line = (buf: Buffer, starts: number[], k: number): string => buf.toString('utf8', starts[k]!, starts[k + 1]! - 1)
+  return mergeShard(lineSide(bs.length - 1, (k) => line(b, bs, k)), lineSide(as.length - 1, (k) => line(a, as, k)), (i, j) => {
+    const bi = bs[i]!
+    const ai = as[j]!
+    // The lengths without the newlines (a last line may lack one).
+    const n = bs[i + 1]! - 1 - bi
+    return as[j + 1]! - 1 - ai === n && b.compare(a, ai, ai + n, bi, bi + n) === 0
+  }, emit)
+}
+
+/**
+ * Where each line of a shard's bytes starts, then where a line after the last would (one past its
+ * newline, or the length plus one for a last line without one): line k is [starts[k], starts[k + 1] - 1).
+ */
+function lineStarts(bytes: Buffer): number[] {
+  const starts = [0]
+  for (let at = 0; at < bytes.length; ) {
+    const nl = bytes.indexOf(10, at)
+    at = nl < 0 ? bytes.length + 1 : nl + 1
+    starts.push(at)
   }
-  return mergeShard(before, after, (a, b) => a === b, pathOf, parseEntry, emit)
+  return starts
+}
+
+/** One side of mergeShard: its length, and the name and entry of its k-th item (asked for items of changes only). */
+interface ShardSide {
+  n: number
+  path(k: number): string
+  entry(k: number): ManifestEntry
+}
+
+/** A side of mergeShard over lines (their text by index), each parsed (parseEntry, which checks it) only when asked. */
+function lineSide(n: number, line: (k: number) => string): ShardSide {
+  return { n, path: (k) => pathOfLine(line(k)), entry: (k) => parseEntry(line(k)) }
 }
 
 /**
  * The merge of two sorted lists of one shard's entries (or their lines): `same` items are unchanged;
- * otherwise the smaller name is added (only in `after`) or removed (only in `before`), and an equal
- * name changed. `entryOf` is called for the items of changes only.
+ * otherwise the smaller name is added (only after) or removed (only before), and an equal name
+ * changed. A side's names and entries are asked for the items of changes only.
  */
-function mergeShard<T>(
-  before: readonly T[],
-  after: readonly T[],
-  same: (a: T, b: T) => boolean,
-  pathOf: (item: T) => string,
-  entryOf: (item: T) => ManifestEntry,
-  emit: (c: Change, was?: ManifestEntry) => void,
-): DiffCounts {
+function mergeShard(before: ShardSide, after: ShardSide, same: (i: number, j: number) => boolean, emit: (c: Change, was?: ManifestEntry) => void): DiffCounts {
   const counts: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
   let i = 0
   let j = 0
-  while (i < before.length || j < after.length) {
-    const a = i < before.length ? before[i]! : undefined
-    const b = j < after.length ? after[j]! : undefined
-    if (a !== undefined && b !== undefined && same(a, b)) {
+  while (i < before.n || j < after.n) {
+    if (i < before.n && j < after.n && same(i, j)) {
       counts.unchanged++
       i++
       j++
       continue
     }
-    const pa = a === undefined ? undefined : pathOf(a)
-    const pb = b === undefined ? undefined : pathOf(b)
+    const pa = i < before.n ? before.path(i) : undefined
+    const pb = j < after.n ? after.path(j) : undefined
     if (pb !== undefined && (pa === undefined || pb < pa)) {
-      emit({ kind: 'A', entry: entryOf(b!) })
+      emit({ kind: 'A', entry: after.entry(j) })
       counts.added++
       j++
     } else if (pa !== undefined && (pb === undefined || pa < pb)) {
-      const was = entryOf(a!)
+      const was = before.entry(i)
       emit({ kind: 'R', path: was.path }, was)
       counts.removed++
       i++
     } else {
-      emit({ kind: 'C', entry: entryOf(b!) }, entryOf(a!))
+      emit({ kind: 'C', entry: after.entry(j) }, before.entry(i))
       counts.changed++
       i++
       j++
     }
   }
   return counts
+}
+
+/** The name of a manifest line (before its first tab). */
+function pathOfLine(line: string): string {
+  const tab = line.indexOf('\t')
+  return tab < 0 ? line : line.slice(0, tab)
 }
 
 /** Adds counts into a total. */

@@ -10,7 +10,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import { gzip, gzipSync } from 'node:zlib'
 import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestIndex, type ShardRef } from './formats.ts'
-import { addCounts, changeFile, diffShardLines, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardLines, shardFile, shardLines } from './manifest.ts'
+import { addCounts, changeFile, diffShardBytes, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardBytes, shardFile, SHARD_TEXT_DIR } from './manifest.ts'
 import { linkOrCopy, RAW_SHARDS_DIR } from './writer.ts'
 
 /** What sealing the manifest produced. */
@@ -24,18 +24,23 @@ export interface SealedManifest {
 /**
  * Writes the manifest shards, index and change file of a release; removes the raw shards. Yields to
  * the event loop after each shard (a fifth of a second at the large catalog), so the seal can start
- * its worker processes as their inputs become ready. `onShard` is given each shard's sorted lines
- * (shardLines; a recycled tree is reconciled with them, recycle.ts), and awaited.
+ * its worker processes as their inputs become ready. `onShard` is given each shard's text as bytes
+ * (its sorted lines; a recycled tree is reconciled with them, recycle.ts), and awaited.
+ *
+ * A shard's text is encoded once, and the shards it is compared with are never decoded
+ * (diffShardBytes): they are read from their plain copies, which each release keeps beside it
+ * (SHARD_TEXT_DIR, not served; readShardBytes), rather than unzipped.
  */
 export async function writeManifest(
   releaseDir: string,
   previousDir: string | null,
   release: { serial: number; id: string },
-  onShard?: (index: number, sha256: string, lines: readonly string[]) => void | Promise<void>,
+  onShard?: (index: number, sha256: string, bytes: Buffer) => void | Promise<void>,
 ): Promise<SealedManifest> {
   const previous = previousDir ? readIndex(previousDir) : null
   mkdirSync(path.join(releaseDir, path.dirname(shardFile('x'))), { recursive: true })
   mkdirSync(path.join(releaseDir, path.dirname(changeFile(1))), { recursive: true })
+  mkdirSync(path.join(releaseDir, SHARD_TEXT_DIR), { recursive: true })
   const changeName = changeFile(release.serial)
   const changeFd = openSync(path.join(releaseDir, changeName), 'w')
   const changeHash = createHash('sha256')
@@ -48,12 +53,15 @@ export async function writeManifest(
   for (const [i, shard] of listShards().entries()) {
     if (i > 0) await new Promise((resolve) => setImmediate(resolve))
     const raw = path.join(releaseDir, RAW_SHARDS_DIR, `${shard}.tsv`)
-    const text = joinShard(splitLines(readFileSync(raw, 'utf8')))
-    const sha256 = hashBytes(text)
-    const lines = shardLines(text)
+    const lines = splitLines(readFileSync(raw, 'utf8'))
+    const bytes = Buffer.from(joinShard(lines))
+    const sha256 = hashBytes(bytes)
     files += lines.length
-    await onShard?.(i, sha256, lines)
+    await onShard?.(i, sha256, bytes)
     const before = previous?.index.shards[i]
+    // The plain copy the next build compares with (readShardBytes); two shards with the same text (both empty) share it.
+    const plain = path.join(releaseDir, shardTextFile(sha256))
+    if (!existsSync(plain)) writeFileSync(plain, bytes)
     if (before && before.sha256 === sha256) {
       counts.unchanged += lines.length
       shards.push({ shard, sha256, files: lines.length, size: before.size })
@@ -66,7 +74,7 @@ export async function writeManifest(
     await compressing
     const ref: ShardRef = { shard, sha256, files: lines.length, size: 0 }
     shards.push(ref)
-    compressing = gzipAsync(text).then((gz) => {
+    compressing = gzipAsync(bytes).then((gz) => {
       writeFileSync(path.join(releaseDir, shardFile(sha256)), gz)
       ref.size = gz.length
     })
@@ -74,9 +82,9 @@ export async function writeManifest(
     compressing.catch(() => {})
     // Compared line by line: only the lines of changes are parsed (and checked), so a name added or
     // changed by this build is checked, and an unchanged one was when it was added.
-    const old = before ? readShardLines(path.join(previous!.dir, shardFile(before.sha256))) : []
+    const old = before ? readShardBytes(path.join(previous!.dir, shardTextFile(before.sha256)), before.sha256, path.join(previous!.dir, shardFile(before.sha256))) : EMPTY
     const changes: string[] = []
-    addCounts(counts, diffShardLines(old, lines, (c) => changes.push(formatChange(c))))
+    addCounts(counts, diffShardBytes(old, bytes, (c) => changes.push(formatChange(c))))
     if (changes.length > 0) {
       // Gzip members concatenated are one valid gzip stream: a shard's changes never wait in memory.
       const changeText = changes.join('')
@@ -116,6 +124,12 @@ export function readIndex(releaseDir: string): { dir: string; index: ManifestInd
 }
 
 const gzipAsync = promisify(gzip)
+const EMPTY = Buffer.alloc(0)
+
+/** Release-relative plain copy of the shard whose text has SHA-256 `sha256` (SHARD_TEXT_DIR). */
+export function shardTextFile(sha256: string): string {
+  return `${SHARD_TEXT_DIR}/${sha256}.tsv`
+}
 
 function splitLines(text: string): string[] {
   if (text === '') return []
