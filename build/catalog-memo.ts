@@ -1,7 +1,8 @@
 /**
- * The previous release's versions' JSON, reused by a rebuild. Rendering a million versions' JSON
- * (parse the source, resolve the dependencies, stringify, hash the body) took 33 s of one core at
- * the large catalog, whatever the change (bench/results/BUILD-PROFILE.md, Session 28). A version's
+ * The previous release's versions' JSON (and its projects' rows: copyProjectRows), reused by a
+ * rebuild. Rendering a million versions' JSON (parse the source, resolve the dependencies,
+ * stringify, hash the body) took 33 s of one core at the large catalog, whatever the change
+ * (bench/results/BUILD-PROFILE.md, Session 28). A version's
  * JSON depends only on:
  * - its source record (and so its files and its own dependency list),
  * - its downloads (source plus the download counters),
@@ -242,6 +243,58 @@ export interface MemoStats {
   projects: number
 }
 
+/** Whether the last load touched a reference file (catalog.json, categories, types, game versions): then nothing is reused. */
+async function referenceTouched(db: Db): Promise<boolean> {
+  const reference = await db.get<{ n: number }>(`SELECT count(*) AS n FROM staging.s_touched WHERE kind NOT IN ('users', 'projects', 'versions')`)
+  return reference!.n > 0
+}
+
+/**
+ * The projects' rows of the previous release's catalog a rebuild copies. A project's row (its
+ * columns, `summary_json` and `source_json`) depends only on:
+ * - its source record (so its status, members, dates and counts),
+ * - its author's user record,
+ * - its visible versions: their count of downloads (source plus the download counters), game
+ *   versions and platforms, and the game versions' release dates (a reference file),
+ * - its place in id order among the visible projects (its rowid),
+ * - the build's code and base URLs (the lineage's key, as for the versions' JSON).
+ *
+ * So a row is copied when the project is visible in both catalogs, neither it nor its author was
+ * touched by the load, no version touched was or is one of its versions, and its downloads are
+ * those of the previous row; it goes in at the rowid of its place now. The others are rendered as a
+ * full build renders them (catalog.ts writeProjects). Rendering the 100,000 projects of the large
+ * catalog took 10–18 s of the catalog phase whatever the change (bench/results/BUILD-PROFILE.md,
+ * Session 32); test/catalog-memo.test.ts requires a full build's catalog, byte for byte.
+ */
+const projectRowsSql = `
+  INSERT INTO main.projects (rowid, id, slug, type, name, author_id, author_username, downloads, favorites, followers, created_at, updated_at, published_at, summary_json, source_json)
+    SELECT po.position, m.id, m.slug, m.type, m.name, m.author_id, m.author_username, m.downloads, m.favorites, m.followers, m.created_at, m.updated_at, m.published_at, m.summary_json, m.source_json
+    FROM temp.project_order po JOIN memo.projects m ON m.id = po.id LEFT JOIN temp.project_agg a ON a.project_id = po.id
+    WHERE m.downloads = coalesce(a.downloads, 0)
+      AND po.id NOT IN (SELECT id FROM staging.s_touched WHERE kind = 'projects')
+      AND po.id NOT IN (SELECT project_id FROM staging.s_touched WHERE kind = 'versions' AND project_id IS NOT NULL)
+      AND m.author_id NOT IN (SELECT id FROM staging.s_touched WHERE kind = 'users')
+    ORDER BY po.position;
+`
+
+/**
+ * Copies into `db` (its versions written, `temp.project_order` and `temp.project_agg` made by
+ * writeProjects, staging attached as `staging`) the row of every project whose inputs are
+ * unchanged since the catalog `previousFile` (projectRowsSql). Returns how many it copied, or null,
+ * copying nothing, when a reference file was touched.
+ */
+export async function copyProjectRows(db: Db, previousFile: string): Promise<number | null> {
+  if (await referenceTouched(db)) return null
+  await db.run(`ATTACH DATABASE ? AS memo`, [previousFile])
+  try {
+    await db.exec(projectRowsSql)
+    // changes(): the rows the INSERT just wrote (nothing else runs on this connection meanwhile).
+    return (await db.get<{ n: number }>(`SELECT changes() AS n`))!.n
+  } finally {
+    await db.run(`DETACH DATABASE memo`)
+  }
+}
+
 /**
  * Copies `json` and `body_etag` from the catalog `previousFile` into every version of `db` (its
  * versions, dependencies and projects written, staging attached as `staging`) whose inputs are
@@ -249,8 +302,7 @@ export interface MemoStats {
  * touched.
  */
 export async function copyVersionJson(db: Db, previousFile: string): Promise<MemoStats | null> {
-  const reference = await db.get<{ n: number }>(`SELECT count(*) AS n FROM staging.s_touched WHERE kind NOT IN ('users', 'projects', 'versions')`)
-  if (reference!.n > 0) return null
+  if (await referenceTouched(db)) return null
   await db.run(`ATTACH DATABASE ? AS memo`, [previousFile])
   try {
     await db.exec(`

@@ -27,7 +27,7 @@ import { createVersionTargets } from './version-targets.ts'
 import { renderRawBytes } from './render/body.ts'
 import { contentEtag } from './render/etag.ts'
 import { startSearchIndex, type SearchIndexBeside } from './search-index.ts'
-import { copyVersionJson, type MemoSource } from './catalog-memo.ts'
+import { copyProjectRows, copyVersionJson, type MemoSource } from './catalog-memo.ts'
 
 /** In-memory lookups the renderers of the static tree need (small: one entry per user/project). */
 export interface CatalogMaps {
@@ -77,9 +77,9 @@ export async function writeCatalog(
   await writeVersionTargets(db)
   step('copied the visible versions, files and dependencies')
   const authors = await writeAuthors(db)
-  const projects = await writeProjects(db, authors)
+  const { refs: projects, copied } = await writeProjects(db, authors, memo)
   await writeUserProfiles(db)
-  step('rendered the projects and the users')
+  step(`rendered the projects and the users${copied === null ? '' : ` (${copied} of ${projects.size} projects' rows copied from release ${memo.catalogFile !== null ? memo.release : ''})`}`)
   // The search index needs the projects and users only: built on a connection of its own (its own
   // SQLite thread, the other core once the checks are done) while this one renders the versions,
   // and the build the tree.
@@ -258,24 +258,32 @@ async function writeAuthors(db: Db): Promise<Map<string, Author>> {
   return authors
 }
 
-/** Renders and stores every visible project's summary; returns the refs used by dependencies. */
-async function writeProjects(db: Db, authors: Map<string, Author>): Promise<Map<string, ProjectRef>> {
+/**
+ * Renders and stores every visible project's summary, each at the rowid of its place in id order;
+ * a rebuild first copies the rows of the projects whose inputs are unchanged from the live release
+ * (copyProjectRows; `copied` counts them, null when nothing was asked or a reference file changed).
+ * Returns the refs used by dependencies.
+ */
+async function writeProjects(db: Db, authors: Map<string, Author>, memo: MemoSource): Promise<{ refs: Map<string, ProjectRef>; copied: number | null }> {
   await db.exec(`
     CREATE TEMP TABLE gv_order AS SELECT version, json->>'releasedAt' AS released FROM s_game_versions;
     CREATE TEMP TABLE project_agg AS
       SELECT project_id, sum(downloads) AS downloads FROM versions GROUP BY project_id;
     CREATE UNIQUE INDEX temp.project_agg_id ON project_agg(project_id);
+    CREATE TEMP TABLE project_order AS SELECT id, row_number() OVER (ORDER BY id) AS position FROM s_projects WHERE status = 'published';
+    CREATE INDEX temp.project_order_id ON project_order(id);
   `)
-  const refs = new Map<string, ProjectRef>()
-  const batch = createBatcher(db, 'projects (id, slug, type, name, author_id, author_username, downloads, favorites, followers, created_at, updated_at, published_at, summary_json, source_json)')
+  const copied = memo.catalogFile !== null ? await copyProjectRows(db, memo.catalogFile) : null
+  const batch = createBatcher(db, 'projects (rowid, id, slug, type, name, author_id, author_username, downloads, favorites, followers, created_at, updated_at, published_at, summary_json, source_json)')
   let last = ''
   for (;;) {
-    const rows = await db.all<{ json: string; downloads: number | null; gv: string; platforms: string }>(
-      `SELECT p.json, a.downloads,
+    // The projects not copied (all of them in a full build), a page at a time in id order.
+    const rows = await db.all<{ id: string; position: number; json: string; downloads: number | null; gv: string; platforms: string }>(
+      `SELECT p.id, po.position, p.json, a.downloads,
         (SELECT json_group_array(version) FROM (SELECT DISTINCT g.value AS version, o.released FROM versions v, json_each(v.game_versions) g JOIN gv_order o ON o.version = g.value WHERE v.project_id = p.id ORDER BY o.released, g.value)) AS gv,
         (SELECT json_group_array(value) FROM (SELECT DISTINCT k.value FROM versions v, json_each(v.platforms) k WHERE v.project_id = p.id ORDER BY k.value)) AS platforms
-       FROM s_projects p LEFT JOIN project_agg a ON a.project_id = p.id
-       WHERE p.status = 'published' AND p.id > ? ORDER BY p.id LIMIT ${PAGE}`,
+       FROM s_projects p JOIN project_order po ON po.id = p.id LEFT JOIN project_agg a ON a.project_id = p.id
+       WHERE p.status = 'published' AND p.id > ? AND p.id NOT IN (SELECT id FROM main.projects) ORDER BY p.id LIMIT ${PAGE}`,
       [last],
     )
     if (rows.length === 0) break
@@ -288,16 +296,17 @@ async function writeProjects(db: Db, authors: Map<string, Author>): Promise<Map<
         gameVersions: JSON.parse(row.gv) as string[],
         platforms: JSON.parse(row.platforms) as string[],
       })
-      refs.set(project.id, { id: project.id, slug: project.slug, name: project.name, type: project.type })
       await batch.add([
-        project.id, project.slug, project.type, project.name, author.id, author.username, summary.downloads,
+        row.position, project.id, project.slug, project.type, project.name, author.id, author.username, summary.downloads,
         project.favorites, project.followers, project.createdAt, project.updatedAt, project.publishedAt,
         JSON.stringify(summary), row.json,
       ])
-      last = project.id
+      last = row.id
     }
   }
   await batch.flush()
+  const refs = new Map<string, ProjectRef>()
+  for (const p of await db.all<ProjectRef>(`SELECT id, slug, name, type FROM projects ORDER BY rowid`)) refs.set(p.id, { id: p.id, slug: p.slug, name: p.name, type: p.type })
   await db.exec(`
     INSERT INTO project_members (project_id, position, user_id, role) SELECT p.id, 0, p.author_id, 'owner' FROM projects p;
     INSERT INTO project_members (project_id, position, user_id, role) SELECT p.id, m.key + 1, m.value->>'userId', m.value->>'role' FROM projects p, json_each(p.source_json, '$.members') m;
@@ -306,7 +315,7 @@ async function writeProjects(db: Db, authors: Map<string, Author>): Promise<Map<
     INSERT OR IGNORE INTO project_facets SELECT 'g:' || g.value, p.rowid FROM projects p, json_each(p.summary_json, '$.gameVersions') g;
     INSERT OR IGNORE INTO project_facets SELECT 'p:' || k.value, p.rowid FROM projects p, json_each(p.summary_json, '$.platforms') k;
   `)
-  return refs
+  return { refs, copied }
 }
 
 /**

@@ -48,6 +48,12 @@ function projectCounts(): { render: number; named: number } {
   return { render: render ? Number(render[1]) : -1, named: named ? Number(named[1]) : 0 }
 }
 
+/** The catalog phase's count of projects' rows copied from the live release: [copied, of], or null without the count. */
+function projectRowsLine(): [number, number] | null {
+  const m = logs.map((l) => l.match(/^… rendered the projects and the users \((\d+) of (\d+) projects' rows copied from release \d+\)/)).find((x) => x)
+  return m ? [Number(m[1]), Number(m[2])] : null
+}
+
 /** How many versions' bodies the render named unread (build/static/versions.ts); 0 without the line. */
 function unreadCount(): number {
   const m = logs.map((l) => l.match(/^… named (\d+) versions' bodies from the live release without reading them/)).find((x) => x)
@@ -79,7 +85,13 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
   it('reuses every version when nothing changed, and publishes the same bytes', async () => {
     const first = await rebuild()
     expect(reuseLine()).toBeNull()
+    expect(projectRowsLine()).toBeNull()
     const again = await rebuild()
+    // Every project's row copied.
+    const rows = projectRowsLine()
+    expect(rows).not.toBeNull()
+    expect(rows![0]).toBe(rows![1])
+    expect(rows![0]).toBeGreaterThan(10)
     const reuse = reuseLine()
     expect(reuse).not.toBeNull()
     total = reuse![0] + reuse![1]
@@ -90,7 +102,8 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
   })
 
   // Each edit changes versions' JSON in files the load does not read again.
-  const edits: { name: string; edit: () => void; check: (built: BuiltRelease) => void; atLeast: number; projects: number }[] = [
+  // rowsRendered: the projects' rows rendered again, not copied (copyProjectRows).
+  const edits: { name: string; edit: () => void; check: (built: BuiltRelease) => void; atLeast: number; projects: number; rowsRendered: number }[] = [
     {
       name: "a project others depend on renamed: their dependencies show the new name",
       edit: () => editJson('projects/fabric-api/project.json', (p) => (p.name = 'Fabric API (renamed)')),
@@ -101,6 +114,8 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
       atLeast: 20,
       // Fabric API and every project whose versions depend on it.
       projects: 10,
+      // Fabric API's own row only: a row holds no dependency.
+      rowsRendered: 1,
     },
     {
       name: 'a version others name made a draft: their dependencies lose its id',
@@ -113,6 +128,8 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
       },
       atLeast: 2,
       projects: 2,
+      // Fabric API's: one of its versions was touched.
+      rowsRendered: 1,
     },
     {
       name: 'a project others depend on made private: their dependencies on it go',
@@ -123,6 +140,8 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
       },
       atLeast: 9,
       projects: 3,
+      // Sodium's row is gone; the others are unchanged.
+      rowsRendered: 0,
     },
     {
       name: "a translator renamed: the projects they are a member of show the new name, with no version's JSON changed",
@@ -134,10 +153,37 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
       atLeast: 0,
       // Mod Menu, JEI and Create, of which he is a member only.
       projects: 3,
+      // A member is not in a project's row.
+      rowsRendered: 0,
+    },
+    {
+      name: "a version given one more game version: its project's row lists it, with no count of downloads changed",
+      edit: () => editJson('projects/iris/versions/1.7.1+1.21.json', (v) => (v.gameVersions = ['1.20.6', '1.21'])),
+      check: (built) => {
+        const detail = JSON.parse(readFileSync(path.join(built.releaseDir, 'public/api/v1/projects/iris.json'), 'utf8'))
+        expect(detail.data.gameVersions).toContain('1.20.6')
+      },
+      atLeast: 1,
+      projects: 1,
+      // Iris's: one of its versions was touched.
+      rowsRendered: 1,
+    },
+    {
+      name: "a project's author renamed: the project's row and bodies show the new name, with no version's JSON changed",
+      edit: () => editJson('users/coderbloom.json', (u) => (u.name = 'Priya Raman (renamed)')),
+      check: (built) => {
+        const detail = JSON.parse(readFileSync(path.join(built.releaseDir, 'public/api/v1/projects/iris.json'), 'utf8'))
+        expect(JSON.stringify(detail)).toContain('Priya Raman (renamed)')
+        expect(JSON.stringify(detail)).not.toContain('"Priya Raman"')
+      },
+      atLeast: 0,
+      // Iris, of which she is the author.
+      projects: 1,
+      rowsRendered: 1,
     },
   ]
 
-  for (const { name, edit, check, atLeast, projects } of edits) {
+  for (const { name, edit, check, atLeast, projects, rowsRendered } of edits) {
     it(`${name}; the same bytes as a full build`, async () => {
       edit()
       const rebuilt = await rebuild()
@@ -152,6 +198,12 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
       const counted = projectCounts()
       expect(counted.render).toBeGreaterThanOrEqual(projects)
       expect(counted.named).toBeGreaterThan(counted.render)
+      // Every project's row but those the edit reaches copied from the live release (and the
+      // projects of a file the edit before wrote, read again if it is under 2 s old).
+      const rows = projectRowsLine()
+      expect(rows).not.toBeNull()
+      expect(rows![1] - rows![0]).toBeGreaterThanOrEqual(rowsRendered)
+      expect(rows![1] - rows![0]).toBeLessThanOrEqual(rowsRendered + 1)
       check(rebuilt)
       expect(published(rebuilt)).toEqual(published(await fullBuild()))
     })
