@@ -63,6 +63,8 @@ describe('diffShardLines', () => {
       const { byEntries, byLines, byBytes } = both(pick(1), pick(2))
       expect(byLines).toEqual(byEntries)
       expect(byBytes).toEqual(byEntries)
+      // A first release (every line added) and a release emptied.
+      for (const [x, y] of [[[], pick(2)], [pick(1), []]] as [ManifestEntry[], ManifestEntry[]][]) expect(both(x, y).byBytes).toEqual(both(x, y).byEntries)
     }
   })
 

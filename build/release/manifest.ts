@@ -190,6 +190,8 @@ export function diffShardLines(before: readonly string[], after: readonly string
 export function diffShardBytes(before: Uint8Array, after: Uint8Array, emit: (c: Change, was?: ManifestEntry) => void): DiffCounts {
   const b = Buffer.from(before.buffer, before.byteOffset, before.byteLength)
   const a = Buffer.from(after.buffer, after.byteOffset, after.byteLength)
+  // Every line added or removed (a first release): decoded whole, not a line at a time.
+  if (b.length === 0 || a.length === 0) return diffShardLines(shardLines(b.toString('utf8')), shardLines(a.toString('utf8')), emit)
   const bs = lineStarts(b)
   const as = lineStarts(a)
   const line = (buf: Buffer, starts: number[], k: number): string => buf.toString('utf8', starts[k]!, starts[k + 1]! - 1)
