@@ -69,11 +69,6 @@ export function shardLines(text: string): string[] {
   return text.replace(/\n$/, '').split('\n')
 }
 
-/** The lines of a gzip shard file (shardLines of its text). */
-export function readShardLines(file: string): string[] {
-  return shardLines(readGzipText(readFileSync(file)))
-}
-
 /**
  * Release-relative folder of the plain copies of a release's manifest shards, `<sha256>.tsv` (not
  * served): the next build compares its shards with them instead of unzipping the published ones.
