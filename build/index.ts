@@ -94,8 +94,9 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // core) while the catalog is written from it: neither waits for the other (bench/results/
     // BUILD-PROFILE.md). The first problem found stops the catalog (a step boundary, or the running
     // statement through sqlite3_interrupt) and the build fails with every problem, as before.
-    const validation = validateCatalog(ctx).then(() => {
-      step(`validated the catalog (${ctx.problems.length} problems)`)
+    // A kept staging passed the checks: only what the load touched, and what refers to it, is checked again.
+    const validation = validateCatalog(ctx, kept).then((checked) => {
+      step(`validated the catalog (${ctx.problems.length} problems; checked ${checked})`)
       if (ctx.problems.length > 0) db?.raw.interrupt()
     })
     validation.catch(() => {})

@@ -64,7 +64,7 @@ describe('staging kept between builds', () => {
     // The catalog phase reports its parts, in order, each with its time since the build started; the
     // validation runs beside them (its own connection), so its line comes anywhere among them.
     const parts = logs.filter((l) => l.startsWith('… ') && / after [\d.]+s \(CPU [\d.]+s\)$/.test(l)).map((l) => l.slice(2, l.lastIndexOf(' after ')))
-    const validated = parts.indexOf('validated the catalog (0 problems)')
+    const validated = parts.indexOf('validated the catalog (0 problems; checked every record)')
     expect(validated).toBeGreaterThan(0)
     expect(validated).toBeLessThan(6)
     expect(parts.filter((_, i) => i !== validated).slice(0, 5)).toEqual([

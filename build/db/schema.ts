@@ -51,6 +51,11 @@ CREATE INDEX IF NOT EXISTS s_projects_file ON s_projects(file);
 CREATE INDEX IF NOT EXISTS s_versions_file ON s_versions(file);
 CREATE INDEX IF NOT EXISTS s_files_file ON s_files(file);
 CREATE INDEX IF NOT EXISTS s_dependencies_file ON s_dependencies(file);
+CREATE INDEX IF NOT EXISTS s_users_username ON s_users(username);
+CREATE INDEX IF NOT EXISTS s_projects_slug ON s_projects(slug);
+CREATE INDEX IF NOT EXISTS s_projects_lower_id ON s_projects(lower(id));
+CREATE INDEX IF NOT EXISTS s_files_sha1 ON s_files(sha1);
+CREATE INDEX IF NOT EXISTS s_dependencies_version ON s_dependencies(dep_version_id);
 `
 
 /** Catalog: visible data only. */
