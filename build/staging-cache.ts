@@ -12,8 +12,10 @@
  *   it into the pending release: a build that fails or dies after that loses it, and the next one
  *   loads everything.
  * - Its key is the SHA-256 of the code that turns a file into rows (the loader, the source
- *   schemas, the staging schema) and of the data folder's path: another version of the build, or
- *   another catalog, never reads rows made by this one.
+ *   schemas, the staging schema), of the cross-record checks (a rebuild checks only what its load
+ *   touched, trusting that the kept rows passed these checks: validate.ts), and of the data
+ *   folder's path: another version of the build, or another catalog, never reads rows made by this
+ *   one.
  * - A file is re-read when its size, mtime, ctime or inode differs, or one of its blobs' does
  *   (ctime changes on every write, whatever the writer does to mtime).
  */
@@ -24,8 +26,8 @@ import path from 'node:path'
 /** Bumped when the meaning of s_sources or of a staging row changes without the hashed files changing. */
 const FORMAT = '1'
 
-/** Files whose code decides the rows of a record file (relative to build/). */
-const KEYED_SOURCES = ['load-records.ts', 'load.ts', 'staging-cache.ts', 'static-paths.ts', 'db/schema.ts', 'schema/source.ts', 'schema/api.ts']
+/** Files whose code decides the rows of a record file, or the checks they passed (relative to build/). */
+const KEYED_SOURCES = ['load-records.ts', 'load.ts', 'staging-cache.ts', 'static-paths.ts', 'db/schema.ts', 'schema/source.ts', 'schema/api.ts', 'validate.ts']
 
 /** The cache of a dist folder; `lineage`: the release it was built into (catalog-memo.ts). */
 export function stagingCachePaths(distDir: string): { file: string; key: string; lineage: string } {

@@ -222,6 +222,7 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
     rmSync(counters)
   })
 
+  // Several builds each (about 30 s here alone): more than the default 60 s on a busy machine.
   it('reuses nothing after a reference file changed, or a roll-back, or with other base URLs', async () => {
     // The counters are gone: every version's downloads are back to their source's.
     await rebuild()
@@ -241,7 +242,7 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
     // The next build with those URLs reuses again.
     await rebuild({ baseUrl: 'https://catalog.example.org' })
     expect(reuseLine()).toEqual([expect.any(Number), 0])
-  })
+  }, 150_000)
 
   it("reads the bodies it named unread from the content store when the live release's snapshot is gone, and fails naming one the store lost", async () => {
     const other = { baseUrl: 'https://catalog.example.org' }
@@ -275,5 +276,5 @@ describe("a rebuild reusing the previous release's versions' JSON", () => {
     const alone = await rebuild({ ...other, writeWorker: false, recycle: false })
     expect(unreadCount()).toBeGreaterThan(100)
     expect(published(alone)).toEqual(published(await fullBuild(other)))
-  })
+  }, 150_000)
 })
