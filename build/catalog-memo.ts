@@ -243,9 +243,13 @@ export interface MemoStats {
   projects: number
 }
 
-/** Whether the last load touched a reference file (catalog.json, categories, types, game versions): then nothing is reused. */
-async function referenceTouched(db: Db): Promise<boolean> {
-  const reference = await db.get<{ n: number }>(`SELECT count(*) AS n FROM staging.s_touched WHERE kind NOT IN ('users', 'projects', 'versions')`)
+/**
+ * Whether the last load touched a reference file (catalog.json, categories, types, game versions):
+ * then nothing is reused, and a rebuild checks every record (validate.ts). `table`: s_touched as
+ * `db` names it (attached as `staging` on the catalog's connection).
+ */
+export async function referenceTouched(db: Db, table = 'staging.s_touched'): Promise<boolean> {
+  const reference = await db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE kind NOT IN ('users', 'projects', 'versions')`)
   return reference!.n > 0
 }
 

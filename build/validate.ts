@@ -25,6 +25,7 @@
  * - a touched reference file (catalog.json, categories, types, game versions) checks everything.
  * The result is the full checks' (test/validate-scope.test.ts compares them edit by edit).
  */
+import { referenceTouched } from './catalog-memo.ts'
 import type { BuildContext } from './context.ts'
 
 /** The records a check looks at: SQL conditions that are true of every row in a full check. */
@@ -130,8 +131,7 @@ const everything: Scope = { all: true, touched: () => '1', gone: () => '1', vers
  */
 async function touchedScope(ctx: BuildContext): Promise<{ scope: Scope; records: number } | null> {
   const { staging } = ctx
-  const reference = await staging.get<{ n: number }>(`SELECT count(*) AS n FROM s_touched WHERE kind NOT IN ('users', 'projects', 'versions')`)
-  if (reference!.n > 0) return null
+  if (await referenceTouched(staging, 's_touched')) return null
   await dropScope(ctx)
   await staging.exec(`
     CREATE TEMP TABLE check_users (id TEXT PRIMARY KEY) WITHOUT ROWID;
