@@ -10,9 +10,10 @@
  *   visible) and whether the version it names is visible,
  * - the build's code and its base URLs.
  *
- * So a rebuild copies `json` and `body_etag` from the previous release's catalog for every version
- * whose inputs are the same, and renders the others as a full build does. "The same" is decided
- * without reading the million sources:
+ * So a rebuild copies `json`, `body_etag` and `body_sha256` from the previous release's catalog for
+ * every version whose inputs are the same (as it inserts the versions: catalog.ts writeVisibleRows;
+ * settleVersionJson drops them again where another input changed), and renders the others as a full
+ * build does. "The same" is decided without reading the million sources:
  * - The load records in staging (`s_touched`) the ids of every record of a file it read again or
  *   dropped, with the version's project before and after (load.ts).
  * - A version is rendered again when it was touched; when its downloads differ from the previous
@@ -233,16 +234,6 @@ export function createProjectBodiesWriter(releaseDir: string, key: string): Proj
   }
 }
 
-/** What copyVersionJson did. */
-export interface MemoStats {
-  /** Versions whose JSON was copied. */
-  reused: number
-  /** Versions left to render (no JSON yet). */
-  render: number
-  /** Projects whose pre-rendered bodies may differ from the live release's (listed in `temp.memo_project_render`). */
-  projects: number
-}
-
 /**
  * Whether the last load touched a reference file (catalog.json, categories, types, game versions):
  * then nothing is reused, and a rebuild checks every record (validate.ts). `table`: s_touched as
@@ -300,13 +291,13 @@ export async function copyProjectRows(db: Db, previousFile: string): Promise<num
 }
 
 /**
- * Copies `json` and `body_etag` from the catalog `previousFile` into every version of `db` (its
- * versions, dependencies and projects written, staging attached as `staging`) whose inputs are
- * unchanged (see the file's comment). Returns null, copying nothing, when a reference file was
- * touched.
+ * Settles the versions' JSON of `db` (its versions, dependencies and projects written, staging
+ * attached as `staging`), into which writeVisibleRows copied the JSON, ETag and SHA-256 of every
+ * version the catalog `previousFile` holds with the same downloads: drops them from every version
+ * whose other inputs changed (see the file's comment), for writeVersionJson to render it again, and
+ * lists the projects whose bodies may differ (projectRenderSql). Returns how many projects that is.
  */
-export async function copyVersionJson(db: Db, previousFile: string): Promise<MemoStats | null> {
-  if (await referenceTouched(db)) return null
+export async function settleVersionJson(db: Db, previousFile: string): Promise<number> {
   await db.run(`ATTACH DATABASE ? AS memo`, [previousFile])
   try {
     await db.exec(`
@@ -320,14 +311,12 @@ export async function copyVersionJson(db: Db, previousFile: string): Promise<Mem
         SELECT id FROM staging.s_touched WHERE kind = 'versions'
         UNION ALL SELECT version_id FROM main.dependencies WHERE project_id IN memo_projects
         UNION ALL SELECT version_id FROM memo.dependencies WHERE project_id IN memo_projects;
-      UPDATE main.versions SET json = w.json, body_etag = w.body_etag, body_sha256 = w.body_sha256 FROM memo.versions w
-        WHERE w.id = versions.id AND w.downloads = versions.downloads AND versions.id NOT IN memo_render;
+      UPDATE main.versions SET json = NULL, body_etag = NULL, body_sha256 = NULL
+        WHERE versions.id IN memo_render AND versions.json IS NOT NULL;
     `)
-    // changes(): the rows the UPDATE just wrote (nothing else runs on this connection meanwhile).
-    const counts = await db.get<{ reused: number; total: number }>(`SELECT changes() AS reused, (SELECT count(*) FROM main.versions) AS total`)
     await db.exec(`DROP TABLE temp.memo_projects; DROP TABLE temp.memo_render; ${projectRenderSql}`)
     const projects = await db.get<{ n: number }>(`SELECT count(*) AS n FROM temp.memo_project_render`)
-    return { reused: counts!.reused, render: counts!.total - counts!.reused, projects: projects!.n }
+    return projects!.n
   } finally {
     await db.run(`DETACH DATABASE memo`)
   }

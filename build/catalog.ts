@@ -27,7 +27,7 @@ import { createVersionTargets } from './version-targets.ts'
 import { renderRawBytes } from './render/body.ts'
 import { contentEtag } from './render/etag.ts'
 import { startSearchIndex, type SearchIndexBeside } from './search-index.ts'
-import { copyProjectRows, copyVersionJson, type MemoSource } from './catalog-memo.ts'
+import { copyProjectRows, referenceTouched, settleVersionJson, type MemoSource } from './catalog-memo.ts'
 
 /** In-memory lookups the renderers of the static tree need (small: one entry per user/project). */
 export interface CatalogMaps {
@@ -72,7 +72,9 @@ export async function writeCatalog(
   await db.run(`ATTACH DATABASE ? AS staging`, [ctx.staging.file])
   await db.exec(`PRAGMA staging.cache_size = -${BUILD_CACHE_KIB}`)
   await writeReference(db)
-  await writeVisibleRows(ctx, db)
+  // The live release's catalog the versions' JSON is taken from: none when a reference file was touched.
+  const reuse = memo.catalogFile !== null && !(await referenceTouched(db)) ? memo.catalogFile : null
+  await writeVisibleRows(ctx, db, reuse)
   const hashOwners = await writeHashIndex(db)
   await writeVersionTargets(db)
   step('copied the visible versions, files and dependencies')
@@ -87,18 +89,19 @@ export async function writeCatalog(
   let storedVersion: CatalogMaps['storedVersion'] = () => false
   let projectMemo = false
   try {
-    let reused: Awaited<ReturnType<typeof copyVersionJson>> = null
+    // The projects whose bodies may differ from the live release's; null: every project is rendered.
+    const memoProjects = reuse !== null ? await settleVersionJson(db, reuse) : null
+    const rendered = await writeVersionJson(db, settings, projects)
     if (memo.catalogFile !== null) {
-      reused = await copyVersionJson(db, memo.catalogFile)
+      const render = rendered.reduce((n, r) => n + r, 0)
       step(
-        reused
-          ? `reused ${reused.reused} versions' JSON from release ${memo.release} (${reused.render} to render; ${reused.projects} projects' bodies to render again)`
+        memoProjects !== null
+          ? `reused ${rendered.length - 1 - render} versions' JSON from release ${memo.release} (${render} to render; ${memoProjects} projects' bodies to render again)`
           : `reused no versions' JSON from release ${memo.release}: a reference file changed`,
       )
     }
-    const rendered = await writeVersionJson(db, settings, projects)
-    storedVersion = reused ? (rowid) => rendered[rowid] !== 1 : () => false
-    projectMemo = reused !== null
+    storedVersion = memoProjects !== null ? (rowid) => rendered[rowid] !== 1 : () => false
+    projectMemo = memoProjects !== null
     step('rendered the versions')
     await db.exec(catalogIndexes)
     step('indexed the catalog')
@@ -125,30 +128,55 @@ async function writeReference(db: Db): Promise<void> {
  * versions are read by a scan (NOT INDEXED), not by project through s_versions_project: that walk
  * reads the rows out of order, and beside the checks it took 12.9 s at the large catalog against
  * 3.5 s for the scan and the sort (bench/results/BUILD-PROFILE.md, Session 31).
+ *
+ * A rebuild that may reuse the live release's versions' JSON (`reuse`: catalog-memo.ts) takes it in
+ * the same insert, for every version the live catalog holds with the same downloads; settleVersionJson
+ * then drops it from the few whose other inputs changed. Added afterwards by an UPDATE, the JSON
+ * (about 1 KB a version) wrote every row a second time: 7.8–9.1 s of the large catalog's rebuild,
+ * against 3.1–3.7 s more for the insert (bench/results/BUILD-PROFILE.md, Session 34). So the
+ * download counters are folded in by version before the insert, for it to compare.
  */
-async function writeVisibleRows(ctx: BuildContext, db: Db): Promise<void> {
+async function writeVisibleRows(ctx: BuildContext, db: Db, reuse: string | null): Promise<void> {
+  const counters = ctx.options.countersFile !== null && existsSync(ctx.options.countersFile)
   await db.exec(`
     CREATE TEMP TABLE visible_projects AS SELECT id FROM s_projects WHERE status = 'published';
     CREATE UNIQUE INDEX temp.visible_projects_id ON visible_projects(id);
-    INSERT INTO versions (id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at)
-      SELECT v.id, v.project_id, v.version_number, v.channel,
-        row_number() OVER (PARTITION BY v.project_id ORDER BY v.published_at DESC, v.created_at DESC, v.id) - 1 AS rank,
-        v.game_versions, v.platforms, v.downloads, v.created_at, v.published_at
-      FROM s_versions v NOT INDEXED WHERE v.status = 'published' AND v.project_id IN visible_projects
-      ORDER BY v.project_id, rank;
+  `)
+  if (counters) {
+    await db.run(`ATTACH DATABASE ? AS counters`, [ctx.options.countersFile])
+    await db.exec(`
+      CREATE TEMP TABLE version_counters (version_id TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+      INSERT INTO version_counters SELECT f.version_id, sum(c.n) FROM counters.file_downloads c JOIN s_files f ON f.id = c.file_id GROUP BY f.version_id;
+    `)
+  }
+  if (reuse !== null) await db.run(`ATTACH DATABASE ? AS memo`, [reuse])
+  // In project and rank order: the rowids' order, on which update matching relies (createVersionTargets refuses any other).
+  const visible = `
+    SELECT v.id, v.project_id, v.version_number, v.channel,
+      row_number() OVER (PARTITION BY v.project_id ORDER BY v.published_at DESC, v.created_at DESC, v.id) - 1 AS rank,
+      v.game_versions, v.platforms, v.downloads${counters ? ' + coalesce(c.n, 0)' : ''} AS downloads, v.created_at, v.published_at
+    FROM s_versions v NOT INDEXED${counters ? ' LEFT JOIN temp.version_counters c ON c.version_id = v.id' : ''}
+    WHERE v.status = 'published' AND v.project_id IN visible_projects
+    ORDER BY v.project_id, rank`
+  // With the live release's JSON: the versions stay the outer loop of the LEFT JOIN, in their order.
+  // An ORDER BY over the join would sort the JSON too (about 1 GB at the large catalog, 2–3 s).
+  const columns = 'id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at'
+  await db.exec(`
+    ${
+      reuse === null
+        ? `INSERT INTO versions (${columns}) ${visible};`
+        : `INSERT INTO versions (${columns}, json, body_etag, body_sha256)
+             SELECT n.*, w.json, w.body_etag, w.body_sha256 FROM (${visible}) n LEFT JOIN memo.versions w ON w.id = n.id AND w.downloads = n.downloads;`
+    }
     INSERT INTO files (id, version_id, version_rowid, project_id, position, filename, size, sha256, sha1)
       SELECT f.id, f.version_id, v.rowid, f.project_id, f.idx, f.filename, f.size, f.sha256, f.sha1
       FROM s_files f JOIN versions v ON v.id = f.version_id
       ORDER BY f.project_id, f.version_id, f.idx, f.id;
   `)
+  if (reuse !== null) await db.run(`DETACH DATABASE memo`)
   await db.exec(versionIndexes)
-  if (ctx.options.countersFile && existsSync(ctx.options.countersFile)) {
-    await db.run(`ATTACH DATABASE ? AS counters`, [ctx.options.countersFile])
-    await db.exec(`
-      UPDATE files SET downloads = c.n FROM counters.file_downloads c WHERE c.file_id = files.id;
-      UPDATE versions SET downloads = downloads + s.n
-        FROM (SELECT version_id, sum(downloads) AS n FROM files GROUP BY version_id) s WHERE s.version_id = versions.id;
-    `)
+  if (counters) {
+    await db.exec(`UPDATE files SET downloads = c.n FROM counters.file_downloads c WHERE c.file_id = files.id; DROP TABLE temp.version_counters;`)
     await db.run(`DETACH DATABASE counters`)
   }
   await db.exec(`
@@ -319,7 +347,8 @@ async function writeProjects(db: Db, authors: Map<string, Author>, memo: MemoSou
 }
 
 /**
- * Renders every visible version without JSON yet (all of them, unless copyVersionJson reused some);
+ * Renders every visible version without JSON yet (all of them, unless the live release's was reused:
+ * writeVisibleRows, settleVersionJson);
  * the JSON is what the shim returns for it. Returns the rowids it rendered, marked 1.
  */
 async function writeVersionJson(db: Db, settings: RenderSettings, projects: Map<string, ProjectRef>): Promise<Uint8Array> {
