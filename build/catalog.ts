@@ -75,8 +75,6 @@ export async function writeCatalog(
   // The live release's catalog the versions' JSON is taken from: none when a reference file was touched.
   const reuse = memo.catalogFile !== null && !(await referenceTouched(db)) ? memo.catalogFile : null
   await writeVisibleRows(ctx, db, reuse)
-  const hashOwners = await writeHashIndex(db)
-  await writeVersionTargets(db)
   step('copied the visible versions, files and dependencies')
   const authors = await writeAuthors(db)
   const { refs: projects, copied } = await writeProjects(db, authors, memo)
@@ -88,7 +86,14 @@ export async function writeCatalog(
   const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'))
   let storedVersion: CatalogMaps['storedVersion'] = () => false
   let projectMemo = false
+  let hashOwners: HashOwners
   try {
+    // After the search index is started: it is the longer path once the versions are copied (a
+    // rebuild's seal waited for it, bench/results/BUILD-PROFILE.md, Session 34), and these two read
+    // only the versions' and files' rows.
+    hashOwners = await writeHashIndex(db)
+    await writeVersionTargets(db)
+    step('indexed the hashes and the versions\' targets')
     // The projects whose bodies may differ from the live release's; null: every project is rendered.
     const memoProjects = reuse !== null ? await settleVersionJson(db, reuse) : null
     const rendered = await writeVersionJson(db, settings, projects)
