@@ -137,7 +137,7 @@ async function writeReference(db: Db): Promise<void> {
  * A rebuild that may reuse the live release's versions' JSON (`reuse`: catalog-memo.ts) takes it in
  * the same insert, for every version the live catalog holds with the same downloads; settleVersionJson
  * then drops it from the few whose other inputs changed. Added afterwards by an UPDATE, the JSON
- * (about 1 KB a version) wrote every row a second time: 7.8–9.1 s of the large catalog's rebuild,
+ * (about 1 KB a version) wrote every row a second time: 7.8–10.3 s of the large catalog's rebuild,
  * against 3.1–3.7 s more for the insert (bench/results/BUILD-PROFILE.md, Session 34). So the
  * download counters are folded in by version before the insert, for it to compare.
  */
