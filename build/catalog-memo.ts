@@ -275,11 +275,10 @@ const projectRowsSql = `
 /**
  * Copies into `db` (its versions written, `temp.project_order` and `temp.project_agg` made by
  * writeProjects, staging attached as `staging`) the row of every project whose inputs are
- * unchanged since the catalog `previousFile` (projectRowsSql). Returns how many it copied, or null,
- * copying nothing, when a reference file was touched.
+ * unchanged since the catalog `previousFile` (projectRowsSql; the caller asks only when no
+ * reference file was touched, referenceTouched). Returns how many it copied.
  */
-export async function copyProjectRows(db: Db, previousFile: string): Promise<number | null> {
-  if (await referenceTouched(db)) return null
+export async function copyProjectRows(db: Db, previousFile: string): Promise<number> {
   await db.run(`ATTACH DATABASE ? AS memo`, [previousFile])
   try {
     await db.exec(projectRowsSql)

@@ -72,12 +72,13 @@ export async function writeCatalog(
   await db.run(`ATTACH DATABASE ? AS staging`, [ctx.staging.file])
   await db.exec(`PRAGMA staging.cache_size = -${BUILD_CACHE_KIB}`)
   await writeReference(db)
-  // The live release's catalog the versions' JSON is taken from: none when a reference file was touched.
+  // The live release's catalog the versions' JSON and the projects' rows are taken from: none when a
+  // reference file was touched.
   const reuse = memo.catalogFile !== null && !(await referenceTouched(db)) ? memo.catalogFile : null
   await writeVisibleRows(ctx, db, reuse)
   step('copied the visible versions, files and dependencies')
   const authors = await writeAuthors(db)
-  const { refs: projects, copied } = await writeProjects(db, authors, memo)
+  const { refs: projects, copied } = await writeProjects(db, authors, reuse)
   await writeUserProfiles(db)
   step(`rendered the projects and the users${copied === null ? '' : ` (${copied} of ${projects.size} projects' rows copied from release ${memo.catalogFile !== null ? memo.release : ''})`}`)
   // The search index needs the projects and users only: built on a connection of its own (its own
@@ -294,10 +295,10 @@ async function writeAuthors(db: Db): Promise<Map<string, Author>> {
 /**
  * Renders and stores every visible project's summary, each at the rowid of its place in id order;
  * a rebuild first copies the rows of the projects whose inputs are unchanged from the live release
- * (copyProjectRows; `copied` counts them, null when nothing was asked or a reference file changed).
+ * (`reuse`, as for the versions: copyProjectRows; `copied` counts them, null when nothing is reused).
  * Returns the refs used by dependencies.
  */
-async function writeProjects(db: Db, authors: Map<string, Author>, memo: MemoSource): Promise<{ refs: Map<string, ProjectRef>; copied: number | null }> {
+async function writeProjects(db: Db, authors: Map<string, Author>, reuse: string | null): Promise<{ refs: Map<string, ProjectRef>; copied: number | null }> {
   await db.exec(`
     CREATE TEMP TABLE gv_order AS SELECT version, json->>'releasedAt' AS released FROM s_game_versions;
     CREATE TEMP TABLE project_agg AS
@@ -306,7 +307,7 @@ async function writeProjects(db: Db, authors: Map<string, Author>, memo: MemoSou
     CREATE TEMP TABLE project_order AS SELECT id, row_number() OVER (ORDER BY id) AS position FROM s_projects WHERE status = 'published';
     CREATE INDEX temp.project_order_id ON project_order(id);
   `)
-  const copied = memo.catalogFile !== null ? await copyProjectRows(db, memo.catalogFile) : null
+  const copied = reuse !== null ? await copyProjectRows(db, reuse) : null
   const batch = createBatcher(db, 'projects (rowid, id, slug, type, name, author_id, author_username, downloads, favorites, followers, created_at, updated_at, published_at, summary_json, source_json)')
   let last = ''
   for (;;) {
