@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { hashBytes, shardOf } from '../build/release/manifest.ts'
+import { hashBytes, listShards, shardIndexOf, shardOf } from '../build/release/manifest.ts'
 import { hashBody } from '../build/release/writer.ts'
 import { createBody, renderBody, renderBodyBytes, renderPageMeta, renderRawBody, renderRawBytes, renderRawListBody, renderRawListBytes } from '../build/render/body.ts'
 import { contentEtag } from '../build/render/etag.ts'
@@ -24,6 +24,8 @@ describe('release hashes', () => {
     }
     // Different names land in different shards: the shard depends on the name, not a constant.
     expect(new Set(names.map(shardOf)).size).toBeGreaterThan(1)
+    // The recorder's numeric shard is the same shard: its index in listShards.
+    for (const name of names) expect(listShards()[shardIndexOf(name)]).toBe(shardOf(name))
   })
 
   it('hashes bodies and texts as SHA-256 in lowercase hex', () => {

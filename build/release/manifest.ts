@@ -24,6 +24,16 @@ export function shardOf(name: string): string {
   return hash('sha256', name, 'hex').slice(0, 2)
 }
 
+/**
+ * shardOf's shard as a number (0–255): the digest's first byte, read from the digest as a 'binary'
+ * (latin1) string, one character a byte, rather than hex-encoded and parsed. The manifest recorder takes
+ * the shard of every name a build writes (5.1 M at the large catalog); per million names here,
+ * 'binary' took 0.23–0.26 s, hex 0.32–0.47 s, and a Buffer digest 0.78–0.83 s (a Buffer allocated a name).
+ */
+export function shardIndexOf(name: string): number {
+  return hash('sha256', name, 'binary').charCodeAt(0)
+}
+
 /** All shard names, 00 … ff. */
 export function listShards(): string[] {
   return Array.from({ length: SHARD_COUNT }, (_, i) => i.toString(16).padStart(2, '0'))
