@@ -92,8 +92,8 @@ export async function writeCatalog(
     // After the search index is started: it is the longer path once the versions are copied (a
     // rebuild's seal waited for it, bench/results/BUILD-PROFILE.md, Session 34), and these two read
     // only the versions' and files' rows.
-    hashOwners = await writeHashIndex(db)
-    await writeVersionTargets(db)
+    const ranks = await writeVersionTargets(db)
+    hashOwners = await writeHashIndex(db, ranks)
     step('indexed the hashes and the versions\' targets')
     // The projects whose bodies may differ from the live release's; null: every project is rendered.
     const memoProjects = reuse !== null ? await settleVersionJson(db, reuse) : null
@@ -227,10 +227,12 @@ export const OWNS_SHA1 = 2
 
 /**
  * Stores the index of every file's hashes (build/hash-index.ts), read from the files table in pages:
- * each hash with its version's rowid and rank; and returns the hashes' owners (HashOwners), ranked
- * on the way. About 2 s at the large catalog's 2.2 million hashes.
+ * each hash with its version's rowid and rank (`ranks`, by the version's rowid: writeVersionTargets);
+ * and returns the hashes' owners (HashOwners), ranked on the way. About 2 s at the large catalog's
+ * 2.2 million hashes. The ranks come from the targets' pass rather than from a join on versions,
+ * whose rows hold the versions' JSON: the join read the 1.2 GB table again.
  */
-async function writeHashIndex(db: Db): Promise<HashOwners> {
+async function writeHashIndex(db: Db, ranks: Int32Array): Promise<HashOwners> {
   const { n, last } = (await db.get<{ n: number; last: number | null }>(`SELECT count(sha256) + count(sha1) AS n, max(rowid) AS last FROM files`))!
   const index = createHashIndex(n)
   const owners: HashOwners = new Uint8Array((last ?? 0) + 1)
@@ -245,20 +247,20 @@ async function writeHashIndex(db: Db): Promise<HashOwners> {
     const seen = newest.get(hash)
     if (!seen || rank < seen.rank) newest.set(hash, { file, bit, rank })
   }
-  await forEachRowInPages<{ sha256: string; sha1: string | null; version_rowid: number; rank: number; project_id: string }>(
+  await forEachRowInPages<{ sha256: string; sha1: string | null; version_rowid: number; project_id: string }>(
     db,
-    `SELECT f.rowid, f.sha256, f.sha1, f.version_rowid, v.rank, f.project_id FROM files f JOIN versions v ON v.rowid = f.version_rowid
-     WHERE f.rowid > ? ORDER BY f.rowid LIMIT ${INDEX_PAGE}`,
+    `SELECT rowid, sha256, sha1, version_rowid, project_id FROM files WHERE rowid > ? ORDER BY rowid LIMIT ${INDEX_PAGE}`,
     (row) => {
       if (row.project_id !== project) {
         settle()
         project = row.project_id
       }
-      index.add(row.sha256, row.version_rowid, row.rank)
-      offer(row.sha256, row.rowid, OWNS_SHA256, row.rank)
+      const rank = ranks[row.version_rowid]!
+      index.add(row.sha256, row.version_rowid, rank)
+      offer(row.sha256, row.rowid, OWNS_SHA256, rank)
       if (row.sha1 !== null) {
-        index.add(row.sha1, row.version_rowid, row.rank)
-        offer(row.sha1, row.rowid, OWNS_SHA1, row.rank)
+        index.add(row.sha1, row.version_rowid, rank)
+        offer(row.sha1, row.rowid, OWNS_SHA1, rank)
       }
     },
   )
@@ -269,18 +271,34 @@ async function writeHashIndex(db: Db): Promise<HashOwners> {
 }
 
 /**
- * Stores what each version targets (build/version-targets.ts), read from the versions table in rowid
- * pages; createVersionTargets checks the order update matching relies on.
+ * Stores what each version targets (build/version-targets.ts); createVersionTargets checks the order
+ * update matching relies on. Read in pages from the covering index versions_project_rank, in its
+ * order (project, rank), which is the versions' rowid order: the table's rows hold the versions'
+ * JSON, 1.2 GB at the large catalog, that a scan of it read for these few columns. Returns each
+ * version's rank by rowid (-1 where no version is), for writeHashIndex.
  */
-async function writeVersionTargets(db: Db): Promise<void> {
+async function writeVersionTargets(db: Db): Promise<Int32Array> {
+  const { last } = (await db.get<{ last: number | null }>(`SELECT max(rowid) AS last FROM versions`))!
+  const ranks = new Int32Array((last ?? 0) + 1).fill(-1)
   const targets = createVersionTargets()
-  await forEachRowInPages<{ project_id: string; rank: number; channel: string; game_versions: string; platforms: string }>(
-    db,
-    `SELECT rowid, project_id, rank, channel, game_versions, platforms FROM versions WHERE rowid > ? ORDER BY rowid LIMIT ${INDEX_PAGE}`,
-    (row) => targets.add({ rowid: row.rowid, projectId: row.project_id, rank: row.rank, channel: row.channel, gameVersions: row.game_versions, platforms: row.platforms }),
-  )
+  type Row = { rowid: number; project_id: string; rank: number; channel: string; game_versions: string; platforms: string }
+  const columns = `SELECT rowid, project_id, rank, channel, game_versions, platforms FROM versions INDEXED BY versions_project_rank`
+  for (let after: Row | null = null; ; ) {
+    // Keyset pages over (project_id, rank): ranks are unique per project (writeVisibleRows).
+    const rows: Row[] =
+      after === null
+        ? await db.all<Row>(`${columns} ORDER BY project_id, rank LIMIT ${INDEX_PAGE}`)
+        : await db.all<Row>(`${columns} WHERE (project_id, rank) > (?, ?) ORDER BY project_id, rank LIMIT ${INDEX_PAGE}`, [after.project_id, after.rank])
+    for (const row of rows) {
+      ranks[row.rowid] = row.rank
+      targets.add({ rowid: row.rowid, projectId: row.project_id, rank: row.rank, channel: row.channel, gameVersions: row.game_versions, platforms: row.platforms })
+    }
+    if (rows.length < INDEX_PAGE) break
+    after = rows[rows.length - 1]!
+  }
   const row = targets.finish()
   await db.run(`INSERT INTO version_targets VALUES (?, ?, ?, ?, ?, ?, ?)`, [row.starts, row.targets, row.targetWidth, row.targetStarts, row.targetValues, row.valueWidth, row.valueNames])
+  return ranks
 }
 
 async function writeAuthors(db: Db): Promise<Map<string, Author>> {
