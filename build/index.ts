@@ -22,7 +22,7 @@ import { BUILD_CACHE_KIB, stagingIndexes, stagingPragmas, stagingSchema } from '
 import { loadSource } from './load.ts'
 import type { DiffCounts } from './release/formats.ts'
 import { readPointer } from './release/feed.ts'
-import { hashFile, type FileHash } from './release/hash-file.ts'
+import { hashFileOffThread, type FileHash } from './release/hash-file.ts'
 import { resolveSourceRevision } from './release/options.ts'
 import { abortRelease, prepareRelease, publishRelease, type ReleaseInfo } from './release/publish.ts'
 import { sealRelease } from './release/seal.ts'
@@ -243,8 +243,9 @@ interface CompactedCatalog {
 /**
  * `VACUUM INTO` a new file beside `catalogFile`, on a connection of its own; the search index,
  * once built, copied into it (`copied` is told) and its statistics added; then its SHA-256 at once,
- * while its pages are still in memory: hashed at the seal, the 3.5 GB of the large catalog came
- * back from the disk and held the snapshot back for a minute (bench/results/BUILD-PROFILE.md).
+ * while its pages are still in memory (hashed at the seal, the 3.5 GB of the large catalog came
+ * back from the disk and held the snapshot back for a minute: bench/results/BUILD-PROFILE.md), on a
+ * thread of its own (hashFileOffThread), beside the seal's.
  */
 async function compactCatalog(catalogFile: string, search: SearchIndexBeside, copied: () => void): Promise<CompactedCatalog> {
   const compact = `${catalogFile}.compact`
@@ -265,7 +266,7 @@ async function compactCatalog(catalogFile: string, search: SearchIndexBeside, co
     await out.close()
   }
   copied()
-  return { file: compact, hash: await hashFile(compact) }
+  return { file: compact, hash: await hashFileOffThread(compact) }
 }
 
 function secondsSince(start: number): string {

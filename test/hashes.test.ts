@@ -6,7 +6,11 @@
  * they are the bytes of the body the shim renders with one.
  */
 import { createHash } from 'node:crypto'
-import { describe, expect, it } from 'vitest'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { hashFile, hashFileOffThread } from '../build/release/hash-file.ts'
 import { hashBytes, listShards, shardIndexOf, shardOf } from '../build/release/manifest.ts'
 import { hashBody } from '../build/release/writer.ts'
 import { createBody, renderBody, renderBodyBytes, renderPageMeta, renderRawBody, renderRawBytes, renderRawListBody, renderRawListBytes } from '../build/render/body.ts'
@@ -55,5 +59,29 @@ describe('release hashes', () => {
     expect(JSON.parse(renderRawListBytes(items).toString())).toEqual({ data: [{ a: 1 }, { b: 'ü' }] })
     expect(renderRawBytes(items[1]!).equals(renderRawBody(items[1]!).bytes)).toBe(true)
     expect(renderRawBytes(items[1]!).toString()).toBe('{"data":{"b":"ü"}}')
+  })
+
+  describe('files', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'hash-file-test-'))
+    afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+    it('hashes a file on a worker thread as the streamed hash does, across its 8 MB reads', async () => {
+      // 8 MB and a bit, of varied bytes: two reads, the second short; and an empty file.
+      const bytes = Buffer.alloc((8 << 20) + 12_345)
+      for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + (i >> 13)) & 0xff
+      const file = path.join(dir, 'large.bin')
+      writeFileSync(file, bytes)
+      const expected = { sha256: sha256(bytes), size: bytes.length }
+      expect(await hashFileOffThread(file)).toEqual(expected)
+      expect(await hashFile(file)).toEqual(expected)
+      const empty = path.join(dir, 'empty.bin')
+      writeFileSync(empty, '')
+      expect(await hashFileOffThread(empty)).toEqual({ sha256: sha256(''), size: 0 })
+    })
+
+    it('rejects with the reading error for a file that is not there', async () => {
+      const missing = path.join(dir, 'missing.bin')
+      await expect(hashFileOffThread(missing)).rejects.toThrow(/ENOENT.*missing\.bin/)
+    })
   })
 })
