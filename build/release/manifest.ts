@@ -26,9 +26,10 @@ export function shardOf(name: string): string {
 
 /**
  * shardOf's shard as a number (0–255): the digest's first byte, read from the digest as a 'binary'
- * (latin1) string, one character a byte, rather than hex-encoded and parsed. The manifest recorder takes
- * the shard of every name a build writes (5.1 M at the large catalog); per million names here,
- * 'binary' took 0.23–0.26 s, hex 0.32–0.47 s, and a Buffer digest 0.78–0.83 s (a Buffer allocated a name).
+ * (latin1) string, one character a byte, rather than hex-encoded and parsed. The manifest recorder
+ * takes the shard of every name a build writes (5.1 M at the large catalog); per million names
+ * here, 'binary' took 0.23–0.26 s, hex 0.32–0.47 s, and a Buffer digest 0.78–0.83 s (a Buffer
+ * allocated a name).
  */
 export function shardIndexOf(name: string): number {
   return hash('sha256', name, 'binary').charCodeAt(0)
