@@ -17,19 +17,20 @@ export const SHARD_COUNT = 256
 export const MIRROR_DIR = 'public/mirror'
 
 /**
- * The two-hex-digit shard of a release-relative file name. One-shot `crypto.hash`: a `createHash`
- * object per name cost 2.5 times as much, for 5.1 M names a build at the large catalog.
+ * The two-hex-digit shard of a release-relative file name: the first byte of the SHA-256 of its
+ * UTF-8 bytes (shardIndexOf), by name.
  */
 export function shardOf(name: string): string {
-  return hash('sha256', name, 'hex').slice(0, 2)
+  return SHARD_NAMES[shardIndexOf(name)]!
 }
 
 /**
- * shardOf's shard as a number (0–255): the digest's first byte, read from the digest as a 'binary'
- * (latin1) string, one character a byte, rather than hex-encoded and parsed. The manifest recorder
- * takes the shard of every name a build writes (5.1 M at the large catalog); per million names
- * here, 'binary' took 0.23–0.26 s, hex 0.32–0.47 s, and a Buffer digest 0.78–0.83 s (a Buffer
- * allocated a name).
+ * The shard of a name as a number (0–255): the digest's first byte, read from the digest as a
+ * 'binary' (latin1) string, one character a byte, rather than hex-encoded and parsed. One-shot
+ * `crypto.hash`: a `createHash` object per name cost 2.5 times as much. The manifest recorder takes
+ * the shard of every name a build writes (5.1 M at the large catalog); per million names here,
+ * 'binary' took 0.23–0.26 s, hex 0.32–0.47 s, and a Buffer digest 0.78–0.83 s (a Buffer allocated
+ * a name).
  */
 export function shardIndexOf(name: string): number {
   return hash('sha256', name, 'binary').charCodeAt(0)
@@ -45,9 +46,12 @@ export function shardIndexOf(name: string): number {
  */
 export const SHARD_GZIP = { level: 1 }
 
+/** The shard names by number, 00 … ff. */
+const SHARD_NAMES: readonly string[] = Array.from({ length: SHARD_COUNT }, (_, i) => i.toString(16).padStart(2, '0'))
+
 /** All shard names, 00 … ff. */
 export function listShards(): string[] {
-  return Array.from({ length: SHARD_COUNT }, (_, i) => i.toString(16).padStart(2, '0'))
+  return [...SHARD_NAMES]
 }
 
 /** SHA-256 (hex) of bytes or text. */
