@@ -1,12 +1,16 @@
 /**
- * `npx vite-node bench/catalog-profile.ts -- --staging FILE [--live FILE] [--out FILE] [--top N]`: a
+ * `npx vite-node bench/catalog-profile.ts -- --staging FILE [--live FILE] [--out FILE] [--top N] [--search]`: a
  * development aid for the build's catalog phase. Runs writeCatalog (build/catalog.ts) on a kept
  * staging (`<dist>/.cache/staging.sqlite`, with the `s_touched` of the build that kept it) into a new
  * catalog file, reusing the live release's catalog (`--live`, e.g. `<dist>/current/catalog.sqlite`)
  * as a rebuild from that staging does, and prints the catalog's progress lines, its wall and CPU
  * time, and the statements that took longest (wall time, summed by text; a script of several
- * statements is run one statement at a time). Without `--live`, as a full build. Nothing of the dist
- * is written: the catalog and the search index go to `--out` (default: a temporary folder).
+ * statements is run one statement at a time). Without `--live`, as a full build. With `--search`, it
+ * then waits for the search index, which the build finishes beside the render, copies it into the
+ * catalog as the build copies it into the compacted one, and prints when that was done (from the
+ * start, and after writeCatalog returned): how long the index outlasts the catalog phase. Without
+ * it the index is stopped. Nothing of the dist is written: the catalog and the search index go to
+ * `--out` (default: a temporary folder).
  */
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
@@ -18,7 +22,7 @@ import type { BuildContext, BuildOptions } from '../build/context.ts'
 import { openDb, type Db } from '../build/db/sqlite.ts'
 
 const { values } = parseArgs({
-  options: { staging: { type: 'string' }, live: { type: 'string' }, out: { type: 'string' }, top: { type: 'string', default: '25' } },
+  options: { staging: { type: 'string' }, live: { type: 'string' }, out: { type: 'string' }, top: { type: 'string', default: '25' }, search: { type: 'boolean', default: false } },
 })
 if (!values.staging) throw new Error('--staging FILE is required (a kept staging: <dist>/.cache/staging.sqlite)')
 for (const file of [values.staging, values.live]) if (file !== undefined && !existsSync(file)) throw new Error(`${file}: no such file`)
@@ -64,7 +68,15 @@ const seconds = (): string => ((performance.now() - started) / 1000).toFixed(1)
 const { search } = await writeCatalog(ctx, timedDb(db), { baseUrl: 'https://catalog.example' }, (done) => console.log(`… ${done} after ${seconds()}s`), memo)
 const used = process.cpuUsage(cpu)
 console.log(`writeCatalog: ${seconds()} s wall, ${((used.user + used.system) / 1e6).toFixed(1)} s CPU (SQLite's threads included; the search index goes on beside)`)
-await search.close()
+if (values.search) {
+  const returned = performance.now()
+  await search.finish(db)
+  const all = process.cpuUsage(cpu)
+  const after = ((performance.now() - returned) / 1000).toFixed(1)
+  console.log(`search index finished and copied in: ${seconds()} s wall (${after} s after writeCatalog returned), ${((all.user + all.system) / 1e6).toFixed(1)} s CPU in all`)
+} else {
+  await search.close()
+}
 await db.close()
 await staging.close()
 

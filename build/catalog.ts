@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs'
 import path from 'node:path'
 import type { BuildContext } from './context.ts'
 import { createBatcher } from './load.ts'
-import { BUILD_CACHE_KIB, catalogIndexes, catalogSchema, versionIndexes } from './db/schema.ts'
+import { BUILD_CACHE_KIB, catalogIndexes, catalogSchema, fileIndexes, versionIndexes } from './db/schema.ts'
 import type { Db } from './db/sqlite.ts'
 import {
   renderAuthor,
@@ -75,20 +75,23 @@ export async function writeCatalog(
   // The live release's catalog the versions' JSON and the projects' rows are taken from: none when a
   // reference file was touched.
   const reuse = memo.catalogFile !== null && !(await referenceTouched(db)) ? memo.catalogFile : null
-  await writeVisibleRows(ctx, db, reuse)
-  step('copied the visible versions, files and dependencies')
+  await writeVisibleVersions(ctx, db, reuse)
+  step('copied the visible versions')
   const authors = await writeAuthors(db)
   const { refs: projects, copied } = await writeProjects(db, authors, reuse)
   await writeUserProfiles(db)
   step(`rendered the projects and the users${copied === null ? '' : ` (${copied} of ${projects.size} projects' rows copied from release ${memo.catalogFile !== null ? memo.release : ''})`}`)
   // The search index needs the projects and users only: built on a connection of its own (its own
-  // SQLite thread, the other core once the checks are done) while this one renders the versions,
-  // and the build the tree.
+  // SQLite thread, the other core) while this one copies the files and dependencies and renders
+  // the versions, and the build the tree. Started before the files are copied: in a rebuild it was
+  // the longest path to the seal's snapshot (bench/results/BUILD-PROFILE.md, Session 36).
   const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'))
   let storedVersion: CatalogMaps['storedVersion'] = () => false
   let projectMemo = false
   let hashOwners: HashOwners
   try {
+    await writeVisibleFiles(ctx, db)
+    step('copied the visible files and dependencies')
     // After the search index is started: it is the longer path once the versions are copied (a
     // rebuild's seal waited for it, bench/results/BUILD-PROFILE.md, Session 34), and these two read
     // only the versions' and files' rows.
@@ -130,10 +133,11 @@ async function writeReference(db: Db): Promise<void> {
 }
 
 /**
- * Copies visible versions, files and dependencies, with ranks and folded download counts. The
- * versions are read by a scan (NOT INDEXED), not by project through s_versions_project: that walk
- * reads the rows out of order, and beside the checks it took 12.9 s at the large catalog against
- * 3.5 s for the scan and the sort (bench/results/BUILD-PROFILE.md, Session 31).
+ * Copies the visible versions, with ranks and folded download counts, and indexes them (the
+ * projects' rows are made of them: writeProjects). The versions are read by a scan (NOT INDEXED),
+ * not by project through s_versions_project: that walk reads the rows out of order, and beside the
+ * checks it took 12.9 s at the large catalog against 3.5 s for the scan and the sort
+ * (bench/results/BUILD-PROFILE.md, Session 31).
  *
  * A rebuild that may reuse the live release's versions' JSON (`reuse`: catalog-memo.ts) takes it in
  * the same insert, for every version the live catalog holds with the same downloads; settleVersionJson
@@ -142,8 +146,8 @@ async function writeReference(db: Db): Promise<void> {
  * against 3.1–3.7 s more for the insert (bench/results/BUILD-PROFILE.md, Session 34). So the
  * download counters are folded in by version before the insert, for it to compare.
  */
-async function writeVisibleRows(ctx: BuildContext, db: Db, reuse: string | null): Promise<void> {
-  const counters = ctx.options.countersFile !== null && existsSync(ctx.options.countersFile)
+async function writeVisibleVersions(ctx: BuildContext, db: Db, reuse: string | null): Promise<void> {
+  const counters = countersWanted(ctx)
   await db.exec(`
     CREATE TEMP TABLE visible_projects AS SELECT id FROM s_projects WHERE status = 'published';
     CREATE UNIQUE INDEX temp.visible_projects_id ON visible_projects(id);
@@ -154,6 +158,7 @@ async function writeVisibleRows(ctx: BuildContext, db: Db, reuse: string | null)
       CREATE TEMP TABLE version_counters (version_id TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
       INSERT INTO version_counters SELECT f.version_id, sum(c.n) FROM counters.file_downloads c JOIN s_files f ON f.id = c.file_id GROUP BY f.version_id;
     `)
+    await db.run(`DETACH DATABASE counters`)
   }
   if (reuse !== null) await db.run(`ATTACH DATABASE ? AS memo`, [reuse])
   // In project and rank order: the rowids' order, on which update matching relies (createVersionTargets refuses any other).
@@ -167,22 +172,37 @@ async function writeVisibleRows(ctx: BuildContext, db: Db, reuse: string | null)
   // With the live release's JSON: the versions stay the outer loop of the LEFT JOIN, in their order.
   // An ORDER BY over the join would sort the JSON too (about 1 GB at the large catalog, 2–3 s).
   const columns = 'id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at'
+  await db.exec(
+    reuse === null
+      ? `INSERT INTO versions (${columns}) ${visible};`
+      : `INSERT INTO versions (${columns}, json, body_etag, body_sha256)
+           SELECT n.*, w.json, w.body_etag, w.body_sha256 FROM (${visible}) n LEFT JOIN memo.versions w ON w.id = n.id AND w.downloads = n.downloads;`,
+  )
+  if (reuse !== null) await db.run(`DETACH DATABASE memo`)
+  if (counters) await db.exec(`DROP TABLE temp.version_counters`)
+  await db.exec(versionIndexes)
+}
+
+/** Whether the build folds download counters in (the counters file is given and exists). */
+function countersWanted(ctx: BuildContext): boolean {
+  return ctx.options.countersFile !== null && existsSync(ctx.options.countersFile)
+}
+
+/**
+ * Copies the visible versions' files (with their folded download counts) and dependencies, once
+ * writeVisibleVersions has copied the versions, and indexes the files.
+ */
+async function writeVisibleFiles(ctx: BuildContext, db: Db): Promise<void> {
   await db.exec(`
-    ${
-      reuse === null
-        ? `INSERT INTO versions (${columns}) ${visible};`
-        : `INSERT INTO versions (${columns}, json, body_etag, body_sha256)
-             SELECT n.*, w.json, w.body_etag, w.body_sha256 FROM (${visible}) n LEFT JOIN memo.versions w ON w.id = n.id AND w.downloads = n.downloads;`
-    }
     INSERT INTO files (id, version_id, version_rowid, project_id, position, filename, size, sha256, sha1)
       SELECT f.id, f.version_id, v.rowid, f.project_id, f.idx, f.filename, f.size, f.sha256, f.sha1
       FROM s_files f JOIN versions v ON v.id = f.version_id
       ORDER BY f.project_id, f.version_id, f.idx, f.id;
+    ${fileIndexes}
   `)
-  if (reuse !== null) await db.run(`DETACH DATABASE memo`)
-  await db.exec(versionIndexes)
-  if (counters) {
-    await db.exec(`UPDATE files SET downloads = c.n FROM counters.file_downloads c WHERE c.file_id = files.id; DROP TABLE temp.version_counters;`)
+  if (countersWanted(ctx)) {
+    await db.run(`ATTACH DATABASE ? AS counters`, [ctx.options.countersFile])
+    await db.exec(`UPDATE files SET downloads = c.n FROM counters.file_downloads c WHERE c.file_id = files.id`)
     await db.run(`DETACH DATABASE counters`)
   }
   await db.exec(`

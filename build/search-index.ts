@@ -4,7 +4,8 @@
  *   its rowid in search_all, so FTS5's natural rowid order IS the download order (no sort needed
  *   for relevance ties, sort=downloads or deep pages); the *_pos columns are its position in the
  *   other sort orders.
- * - search_all: a contentless FTS5 table (detail=none, small and fast to iterate) with one text
+ * - search_all: a contentless FTS5 table (detail=none, small and fast to iterate; columnsize=0:
+ *   no per-row token counts, which only bm25 reads and nothing here ranks by) with one text
  *   per project: every word of every field plain, plus marked tokens (build/search-text.ts MARK)
  *   telling where a word came from (name; tags, categories, author; summary), the joined and whole name, and
  *   filter values, so filters, ranking stages and prefix matching are all FTS5 doclist operations.
@@ -195,7 +196,7 @@ async function fillSearchIndex(db: Db): Promise<void> {
         ${Object.values(positions).map((o) => `row_number() OVER (ORDER BY ${o})`).join(', ')}
       FROM search_input p ORDER BY 1;
     ${[...posColumns, 'project_rowid'].map((c) => `CREATE UNIQUE INDEX search_docs_${c.replace(/_rowid$/, '')} ON search_docs(${c});`).join('\n')}
-    ${['search_all', ...sortedTables].map((t) => `CREATE VIRTUAL TABLE ${t} USING fts5(body, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2');`).join('\n')}
+    ${['search_all', ...sortedTables].map((t) => `CREATE VIRTUAL TABLE ${t} USING fts5(body, content = '', detail = none, columnsize = 0, tokenize = 'unicode61 remove_diacritics 2');`).join('\n')}
     CREATE VIRTUAL TABLE search_vocab USING fts5vocab(search_all, row);
     CREATE TEMP TABLE typo_terms (term TEXT PRIMARY KEY) WITHOUT ROWID;
     CREATE TEMP TABLE doc_bodies (rank INTEGER PRIMARY KEY, body TEXT NOT NULL);

@@ -147,7 +147,8 @@ CREATE TABLE dependencies (
 export const BUILD_CACHE_KIB = 64 * 1024
 
 /**
- * Indexes of versions and files, created after their bulk insert. Update matching reads them
+ * Indexes of versions, and of files (fileIndexes), each created after its bulk insert (the versions'
+ * first: the projects' rows are made from them before the files are copied). Update matching reads them
  * without the tables (shim/versions-query.ts): a hash's project from the hash indexes, and each
  * candidate version's channel, game versions and platforms from versions_project_rank, so only the
  * one version that matches is read from its row (about 1 KB: its rendered JSON; the source record
@@ -165,6 +166,10 @@ export const BUILD_CACHE_KIB = 64 * 1024
 export const versionIndexes = `
 CREATE INDEX versions_project_rank ON versions(project_id, rank, channel, game_versions, platforms);
 CREATE UNIQUE INDEX versions_project_number ON versions(project_id, version_number);
+`
+
+/** The files' indexes (see versionIndexes), created after the files' bulk insert. */
+export const fileIndexes = `
 CREATE INDEX files_version ON files(version_id, position);
 CREATE INDEX files_sha256 ON files(sha256, project_id, version_id, version_rowid);
 CREATE INDEX files_sha1 ON files(sha1, project_id, version_id, version_rowid);
