@@ -175,11 +175,13 @@ export async function writeArchive(
     await drain(IN_FLIGHT)
   }
   try {
-    for await (const entry of readBodyOrder(orderFile)) {
-      const prefix = entry.sha256.slice(0, digits)
-      if (range && range.prefix !== prefix) await endRange()
-      if (!range) range = { prefix, entries: [] }
-      range.entries.push(entry)
+    for await (const batch of readBodyOrder(orderFile)) {
+      for (const entry of batch) {
+        const prefix = entry.sha256.slice(0, digits)
+        if (range && range.prefix !== prefix) await endRange()
+        if (!range) range = { prefix, entries: [] }
+        range.entries.push(entry)
+      }
     }
     await endRange()
     await drain(0)
@@ -237,18 +239,24 @@ function readPreviousMembers(previous: PreviousArchive, expectedFormat: string):
 async function countBodies(orderFile: string): Promise<number> {
   let n = 0
   let last = ''
-  for await (const { sha256 } of readBodyOrder(orderFile)) {
-    if (sha256 !== last) n++
-    last = sha256
+  for await (const batch of readBodyOrder(orderFile)) {
+    for (const { sha256 } of batch) {
+      if (sha256 !== last) n++
+      last = sha256
+    }
   }
   return n
 }
 
-/** What a range's member depends on: its names and their bodies' SHA-256, in order. */
+/**
+ * What a range's member depends on: its names and their bodies' SHA-256, in order (`sha256 \t
+ * name \n` lines). The lines are hashed as one string: a hash update per line was 5.1 M calls into
+ * the hash at the large catalog, for the same digest.
+ */
 function rangeDigest(entries: { name: string; sha256: string }[]): string {
-  const h = createHash('sha256')
-  for (const e of entries) h.update(`${e.sha256}\t${e.name}\n`)
-  return h.digest('hex')
+  let text = ''
+  for (const e of entries) text += `${e.sha256}\t${e.name}\n`
+  return createHash('sha256').update(text).digest('hex')
 }
 
 /** The tar entries of one range: each body once, its other names as hard links to its first. */
