@@ -64,13 +64,21 @@ export function removeBodyOrder(file: string): void {
 }
 
 /**
+ * readBodyOrder's batch: 64 KB, under V8's largest object of its young generation (128 KB), so each
+ * batch's text and the names sliced from it are collected young. With 1 MB batches every text went
+ * to the large-object space, which only a full collection frees, and the archive worker's peak RSS
+ * at the large catalog grew from 310–330 MB to 600 MB (bench/results/BUILD-PROFILE.md, Session 36).
+ */
+const BODY_ORDER_BATCH_BYTES = 64 << 10
+
+/**
  * The API files (`public/api/…`) of an ordered list, in its order, a batch at a time (readOrderLines:
  * read one at a time through readline, the archive's two passes over the 5.1 M names of the large
  * catalog cost a promise each, bench/results/BUILD-PROFILE.md, Session 36). A name holds no tab
  * (isSafeName refuses control characters), so it ends at the line's first.
  */
 export async function* readBodyOrder(file: string): AsyncGenerator<BodyName[]> {
-  for await (const { lines } of readOrderLines(file)) {
+  for await (const { lines } of readOrderLines(file, BODY_ORDER_BATCH_BYTES)) {
     yield lines.map((line) => {
       const tab = line.indexOf('\t')
       return { name: line.slice(0, tab), sha256: line.slice(tab + 1, tab + 65) }
@@ -88,17 +96,17 @@ const BATCH_BYTES = 1 << 20
  * seconds at the large catalog); `wide` when the batch holds a character at or above U+D800,
  * where JavaScript's `<` and byte order disagree (precedes in snapshot.ts).
  */
-export async function* readOrderLines(file: string): AsyncGenerator<{ lines: string[]; wide: boolean }> {
+export async function* readOrderLines(file: string, batchBytes = BATCH_BYTES): AsyncGenerator<{ lines: string[]; wide: boolean }> {
   const handle = await open(file, 'r')
   try {
-    const buffer = Buffer.allocUnsafe(BATCH_BYTES)
+    const buffer = Buffer.allocUnsafe(batchBytes)
     let kept = 0
     for (;;) {
       const { bytesRead } = await handle.read(buffer, kept, buffer.length - kept)
       const end = kept + bytesRead
       // The last whole line; at the end of the file, the rest (a last line without its line end).
       const cut = bytesRead === 0 ? end : buffer.lastIndexOf(0x0a, end - 1) + 1
-      if (cut === 0 && end === buffer.length) throw new Error(`${file}: a line longer than ${BATCH_BYTES} bytes`)
+      if (cut === 0 && end === buffer.length) throw new Error(`${file}: a line longer than ${batchBytes} bytes`)
       const text = buffer.toString('utf8', 0, cut)
       const lines = text.split('\n').filter((line) => line.startsWith('public/api/'))
       if (lines.length > 0) yield { lines, wide: WIDE.test(text) }
