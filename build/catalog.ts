@@ -75,7 +75,9 @@ export async function writeCatalog(
   // The live release's catalog the versions' JSON and the projects' rows are taken from: none when a
   // reference file was touched.
   const reuse = memo.catalogFile !== null && !(await referenceTouched(db)) ? memo.catalogFile : null
-  await writeVisibleVersions(ctx, db, reuse)
+  // Whether download counters are folded in: decided once, for the versions and their files alike.
+  const counters = ctx.options.countersFile !== null && existsSync(ctx.options.countersFile) ? ctx.options.countersFile : null
+  await writeVisibleVersions(db, reuse, counters)
   step('copied the visible versions')
   const authors = await writeAuthors(db)
   const { refs: projects, copied } = await writeProjects(db, authors, reuse)
@@ -90,7 +92,7 @@ export async function writeCatalog(
   let projectMemo = false
   let hashOwners: HashOwners
   try {
-    await writeVisibleFiles(ctx, db)
+    await writeVisibleFiles(db, counters)
     step('copied the visible files and dependencies')
     // After the search index is started: it is the longer path once the versions are copied (a
     // rebuild's seal waited for it, bench/results/BUILD-PROFILE.md, Session 34), and these two read
@@ -146,14 +148,13 @@ async function writeReference(db: Db): Promise<void> {
  * against 3.1–3.7 s more for the insert (bench/results/BUILD-PROFILE.md, Session 34). So the
  * download counters are folded in by version before the insert, for it to compare.
  */
-async function writeVisibleVersions(ctx: BuildContext, db: Db, reuse: string | null): Promise<void> {
-  const counters = countersWanted(ctx)
+async function writeVisibleVersions(db: Db, reuse: string | null, counters: string | null): Promise<void> {
   await db.exec(`
     CREATE TEMP TABLE visible_projects AS SELECT id FROM s_projects WHERE status = 'published';
     CREATE UNIQUE INDEX temp.visible_projects_id ON visible_projects(id);
   `)
-  if (counters) {
-    await db.run(`ATTACH DATABASE ? AS counters`, [ctx.options.countersFile])
+  if (counters !== null) {
+    await db.run(`ATTACH DATABASE ? AS counters`, [counters])
     await db.exec(`
       CREATE TEMP TABLE version_counters (version_id TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
       INSERT INTO version_counters SELECT f.version_id, sum(c.n) FROM counters.file_downloads c JOIN s_files f ON f.id = c.file_id GROUP BY f.version_id;
@@ -165,8 +166,8 @@ async function writeVisibleVersions(ctx: BuildContext, db: Db, reuse: string | n
   const visible = `
     SELECT v.id, v.project_id, v.version_number, v.channel,
       row_number() OVER (PARTITION BY v.project_id ORDER BY v.published_at DESC, v.created_at DESC, v.id) - 1 AS rank,
-      v.game_versions, v.platforms, v.downloads${counters ? ' + coalesce(c.n, 0)' : ''} AS downloads, v.created_at, v.published_at
-    FROM s_versions v NOT INDEXED${counters ? ' LEFT JOIN temp.version_counters c ON c.version_id = v.id' : ''}
+      v.game_versions, v.platforms, v.downloads${counters !== null ? ' + coalesce(c.n, 0)' : ''} AS downloads, v.created_at, v.published_at
+    FROM s_versions v NOT INDEXED${counters !== null ? ' LEFT JOIN temp.version_counters c ON c.version_id = v.id' : ''}
     WHERE v.status = 'published' AND v.project_id IN visible_projects
     ORDER BY v.project_id, rank`
   // With the live release's JSON: the versions stay the outer loop of the LEFT JOIN, in their order.
@@ -179,20 +180,15 @@ async function writeVisibleVersions(ctx: BuildContext, db: Db, reuse: string | n
            SELECT n.*, w.json, w.body_etag, w.body_sha256 FROM (${visible}) n LEFT JOIN memo.versions w ON w.id = n.id AND w.downloads = n.downloads;`,
   )
   if (reuse !== null) await db.run(`DETACH DATABASE memo`)
-  if (counters) await db.exec(`DROP TABLE temp.version_counters`)
+  if (counters !== null) await db.exec(`DROP TABLE temp.version_counters`)
   await db.exec(versionIndexes)
-}
-
-/** Whether the build folds download counters in (the counters file is given and exists). */
-function countersWanted(ctx: BuildContext): boolean {
-  return ctx.options.countersFile !== null && existsSync(ctx.options.countersFile)
 }
 
 /**
  * Copies the visible versions' files (with their folded download counts) and dependencies, once
  * writeVisibleVersions has copied the versions, and indexes the files.
  */
-async function writeVisibleFiles(ctx: BuildContext, db: Db): Promise<void> {
+async function writeVisibleFiles(db: Db, counters: string | null): Promise<void> {
   await db.exec(`
     INSERT INTO files (id, version_id, version_rowid, project_id, position, filename, size, sha256, sha1)
       SELECT f.id, f.version_id, v.rowid, f.project_id, f.idx, f.filename, f.size, f.sha256, f.sha1
@@ -200,8 +196,8 @@ async function writeVisibleFiles(ctx: BuildContext, db: Db): Promise<void> {
       ORDER BY f.project_id, f.version_id, f.idx, f.id;
     ${fileIndexes}
   `)
-  if (countersWanted(ctx)) {
-    await db.run(`ATTACH DATABASE ? AS counters`, [ctx.options.countersFile])
+  if (counters !== null) {
+    await db.run(`ATTACH DATABASE ? AS counters`, [counters])
     await db.exec(`UPDATE files SET downloads = c.n FROM counters.file_downloads c WHERE c.file_id = files.id`)
     await db.run(`DETACH DATABASE counters`)
   }
