@@ -11,7 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openDb } from '../build/db/sqlite.ts'
 import { readOrderLines } from '../build/release/body-order.ts'
-import { precedes } from '../build/release/snapshot.ts'
+import { hashAhead, hashFile } from '../build/release/hash-file.ts'
+import { precedes, verifyPrevious } from '../build/release/snapshot.ts'
 import { addSodiumVersion, buildRelease, copySampleData, editSummary, readManifestOf, type BuiltRelease } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'snapshot-reuse-test-'))
@@ -29,7 +30,7 @@ const fullSnapshot = async (): Promise<string> => (await buildRelease(data, path
 
 /** The build log's line on what the snapshot copied: [bodies copied, bodies, names copied, names], or null. */
 function reuse(): [number, number, number, number] | null {
-  const m = logs.map((l) => l.match(/(\d+) of (\d+) bodies and (\d+) of (\d+) names copied from the previous snapshot$/)).find((x) => x)
+  const m = logs.map((l) => l.match(/(\d+) of (\d+) bodies and (\d+) of (\d+) names copied from the previous snapshot \(checked by the SHA-256 the build took ahead\)$/)).find((x) => x)
   return m ? [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])] : null
 }
 const notReused = (): string | undefined => logs.find((l) => l.includes('the previous snapshot was not reused: '))
@@ -112,6 +113,46 @@ describe("a rebuild's snapshot copied from the previous one", () => {
     const built = await rebuild()
     expect(notReused(), logs.join('\n')).toMatch(/no snapshot at .*snapshot-\d{8}\.sqlite$/)
     expect(built.pointer.snapshot!.sha256).toBe(await fullSnapshot())
+  })
+})
+
+describe("the previous snapshot's SHA-256 taken ahead", () => {
+  const file = path.join(root, 'ahead.bin')
+  const write = (text: string): void => writeFileSync(file, text.repeat(50_000))
+
+  it('is used while stat says nothing wrote the file since, and the file is hashed again once something did', async () => {
+    write('a published snapshot ')
+    const expected = await hashFile(file)
+    const hashed = await hashAhead(file)
+    expect(hashed).toMatchObject({ ...expected, file })
+    const untouched = verifyPrevious({ snapshot: file, expected, hashed })
+    expect(untouched.ahead).toBe(true)
+    expect(await untouched.verdict).toBeNull()
+    // The hash given is the one judged (not the file read again): a wrong one refuses the file.
+    const wrong = verifyPrevious({ snapshot: file, expected, hashed: { ...hashed!, sha256: 'f'.repeat(64) } })
+    expect(wrong.ahead).toBe(true)
+    expect(await wrong.verdict).toBe(`${file} is not the file its release gives (SHA-256 ${'f'.repeat(64)})`)
+    // Another file's hash is not this one's.
+    expect(verifyPrevious({ snapshot: file, expected, hashed: { ...hashed!, file: `${file}.other` } }).ahead).toBe(false)
+
+    // One byte changed in place, the size kept: hashed again, and refused. (After a pause: file
+    // times are taken from a clock that ticks every few milliseconds.)
+    await sleep(50)
+    const fd = openSync(file, 'r+')
+    writeSync(fd, Buffer.from('A'), 0, 1, 0)
+    closeSync(fd)
+    const rotted = verifyPrevious({ snapshot: file, expected, hashed })
+    expect(rotted.ahead).toBe(false)
+    expect(await rotted.verdict).toBe(`${file} is not the file its release gives (SHA-256 ${(await hashFile(file)).sha256})`)
+    // The same bytes written back: the identity stays changed, and the file, hashed again, is taken.
+    write('a published snapshot ')
+    const restored = verifyPrevious({ snapshot: file, expected, hashed })
+    expect(restored.ahead).toBe(false)
+    expect(await restored.verdict).toBeNull()
+  })
+
+  it('gives null for a file it cannot read', async () => {
+    expect(await hashAhead(path.join(root, 'no-such-snapshot.sqlite'))).toBeNull()
   })
 })
 

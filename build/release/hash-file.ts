@@ -1,6 +1,6 @@
 /** SHA-256 and size of a file, streamed (snapshots and catalogs are gigabytes at the large size). */
 import { createHash } from 'node:crypto'
-import { createReadStream } from 'node:fs'
+import { createReadStream, statSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 
 /** SHA-256 (hex) and size in bytes of a file. */
@@ -63,4 +63,51 @@ export function hashFileOffThread(file: string): Promise<FileHash> {
       else reject(new Error(`hashing ${file}: its worker thread exited (code ${code}) without a result`))
     })
   })
+}
+
+/**
+ * What stat says of a file that changes with any write to it: its device and inode, size,
+ * modification and status-change times (ns, as text for JSON). The status-change time cannot be set
+ * back by a writer, so the same identity before and after a read means nothing wrote the file in
+ * between.
+ */
+export interface FileIdentity {
+  dev: string
+  ino: string
+  size: string
+  mtimeNs: string
+  ctimeNs: string
+}
+
+/** The file's identity now (statSync: a file that is gone throws). */
+export function fileIdentity(file: string): FileIdentity {
+  const s = statSync(file, { bigint: true })
+  return { dev: String(s.dev), ino: String(s.ino), size: String(s.size), mtimeNs: String(s.mtimeNs), ctimeNs: String(s.ctimeNs) }
+}
+
+/** Whether two identities are of the same file, unwritten between them. */
+export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs
+}
+
+/** A file's SHA-256 and size taken earlier, with the identity it had throughout the read. */
+export interface HashedAhead extends FileHash {
+  file: string
+  identity: FileIdentity
+}
+
+/**
+ * Hashes `file` ahead of its use, on a thread of its own (hashFileOffThread). Whoever uses the
+ * result checks that the file still has the identity it had (sameIdentity), and hashes it again
+ * otherwise. Resolves to null when the file changed during the read or could not be read: the user
+ * then hashes it itself.
+ */
+export async function hashAhead(file: string): Promise<HashedAhead | null> {
+  try {
+    const before = fileIdentity(file)
+    const hashed = await hashFileOffThread(file)
+    return sameIdentity(before, fileIdentity(file)) ? { ...hashed, file, identity: before } : null
+  } catch {
+    return null
+  }
 }

@@ -17,6 +17,12 @@ import { spawnBuildWorker } from '../worker-process.ts'
 /** A file's SHA-256 and size (hash-file.ts FileHash) as a worker sends or takes it. */
 export const fileHashSchema = z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() })
 
+/** A file's SHA-256 taken ahead with its identity (hash-file.ts HashedAhead), as the snapshot worker takes it. */
+export const hashedAheadSchema = fileHashSchema.extend({
+  file: z.string().min(1),
+  identity: z.object({ dev: z.string(), ino: z.string(), size: z.string(), mtimeNs: z.string(), ctimeNs: z.string() }),
+})
+
 const usageSchema = z.object({
   maxRss: z.number(),
   cpuSeconds: z.number(),

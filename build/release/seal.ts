@@ -18,7 +18,7 @@ import { hasBodyPack, removeBodyPack, sortBodyPack } from './body-pack.ts'
 import { stampContentMtime } from './content-mtime.ts'
 import { writeFeed, readPointer } from './feed.ts'
 import type { DiffCounts, FileRef, Pointer } from './formats.ts'
-import { hashFile, type FileHash } from './hash-file.ts'
+import { hashFile, type FileHash, type HashedAhead } from './hash-file.ts'
 import { addCounts, hashBytes, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
 import { createReconciler, type RecycledTree } from './recycle.ts'
@@ -40,6 +40,11 @@ export interface SealInput {
    * size taken then; without it the seal hashes the file.
    */
   catalogReady?: Promise<FileHash> | null
+  /**
+   * The previous release's snapshot hashed ahead by the build (hash-file.ts hashAhead), so the
+   * snapshot's copy from it need not hash it in the seal; null when it was not (or could not be).
+   */
+  previousSnapshotHashed?: Promise<HashedAhead | null> | null
   options: ReleaseOptions
   log: (line: string) => void
   /** The kept release the tree was started from (recycle.ts), with the content store to sweep. */
@@ -137,12 +142,12 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   })()
   const snapshotTask = (async (): Promise<FileRef | null> => {
     if (!input.options.snapshot) return null
-    const [[bodyOrder, pathOrder, pack], catalog] = await Promise.all([orders, catalogTask])
+    const [[bodyOrder, pathOrder, pack], catalog, hashed] = await Promise.all([orders, catalogTask, input.previousSnapshotHashed ?? null])
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     const target = path.join(releaseDir, name)
     // The previous release's snapshot: the bodies and names it already holds are copied, not inserted again.
     const previous: PreviousSnapshot | null =
-      previousSnapshot && before?.snapshot ? { snapshot: previousSnapshot, expected: { sha256: before.snapshot.sha256, size: before.snapshot.size } } : null
+      previousSnapshot && before?.snapshot ? { snapshot: previousSnapshot, expected: { sha256: before.snapshot.sha256, size: before.snapshot.size }, hashed } : null
     // Hashed by writeSnapshot beside its check; the size is checked again by seal().
     const written = await writeExtra(
       'snapshot',

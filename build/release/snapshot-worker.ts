@@ -8,14 +8,14 @@
  */
 import { z } from 'zod'
 import { bodyPackFilesSchema } from './body-pack.ts'
-import { fileHashSchema, runAsSealWorker } from './seal-child.ts'
+import { fileHashSchema, hashedAheadSchema, runAsSealWorker } from './seal-child.ts'
 import { writeSnapshot } from './snapshot.ts'
 
 const arg = z.string().min(1)
 // What writeSnapshot takes beyond its five arguments: the body pack (or null: read the tree) and the previous snapshot (or null).
 const extraSchema = z.object({
   pack: bodyPackFilesSchema.nullable(),
-  previous: z.object({ snapshot: arg, expected: fileHashSchema }).nullable(),
+  previous: z.object({ snapshot: arg, expected: fileHashSchema, hashed: hashedAheadSchema.nullable().optional() }).nullable(),
 })
 const argsSchema = z.tuple([arg, arg, arg, arg, arg, z.string().transform((s) => extraSchema.parse(JSON.parse(s)))])
 

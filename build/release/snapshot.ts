@@ -18,8 +18,9 @@
  * catalog a rebuild's snapshot took 22–35 s alone instead of about 60 (bench/results/BUILD-PROFILE.md,
  * "The snapshot copied from the previous one"). The
  * previous file is used only when its size, format and SHA-256 are those its release gives (the hash
- * is taken beside the copy; on a mismatch the copy is thrown away and the snapshot written again
- * from the bodies).
+ * is the one the build took ahead, while the catalog was written, if stat says the file was not
+ * written since, before or during the copy; else it is taken beside the copy; on a mismatch the copy
+ * is thrown away and the snapshot written again from the bodies).
  *
  * Reproducible: catalog.sqlite is itself deterministic, the copy is byte for byte, and the rows
  * added here go in in fixed orders in a fixed number of transactions, so
@@ -39,7 +40,7 @@ import { openDb, type Db, type SqlValue } from '../db/sqlite.ts'
 import { readOrderLines, WIDE, type BodyName } from './body-order.ts'
 import { openBodyReader, type BodyPackFiles } from './body-pack.ts'
 import { BUILD_CACHE_KIB } from '../db/schema.ts'
-import { hashFile, type FileHash } from './hash-file.ts'
+import { fileIdentity, hashFile, sameIdentity, type FileHash, type HashedAhead } from './hash-file.ts'
 import { fsyncPath } from './publish.ts'
 
 /** Schema of the tables a snapshot adds to the catalog. */
@@ -66,6 +67,11 @@ export interface PreviousSnapshot {
   snapshot: string
   /** SHA-256 and size its release's pointer gives for it. */
   expected: FileHash
+  /**
+   * Its SHA-256 as the build took it ahead, while the catalog was written (hashAhead): used while
+   * the file keeps the identity it had then, instead of hashing its gigabytes again in the seal.
+   */
+  hashed?: HashedAhead | null
 }
 
 /** What writeSnapshot wrote: the file's SHA-256 and size, and what it copied from the previous snapshot. */
@@ -76,6 +82,8 @@ export interface WrittenSnapshot extends FileHash {
   /** Names in the snapshot, and of those copied from the previous snapshot. */
   paths: number
   reusedPaths: number
+  /** The previous snapshot's bytes were vouched for by the SHA-256 the build took ahead (not hashed again). */
+  hashedAhead: boolean
   /** Why the previous snapshot was not used, when one was given and was not. */
   notReused?: string
   /** The build log's line on the above. */
@@ -152,16 +160,17 @@ async function writeSnapshotFrom(
     await db.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; ${snapshotSchema} BEGIN;`)
     await db.run(`INSERT INTO snapshot_info VALUES ('catalogSha256', ?), ('format', ?)`, [catalogSha256, SNAPSHOT_FORMAT])
     let verified: Promise<string | null> = Promise.resolve(null)
+    let hashedAhead = false
     if (previous) {
       walker = await openDb(previous.snapshot, { readonly: true })
       const format = await walker.get<{ value: string }>(`SELECT value FROM snapshot_info WHERE key = 'format'`).catch(() => undefined)
       if (format?.value === SNAPSHOT_FORMAT) {
         // Read-only: the previous snapshot is a published file of the live release.
         await db.run(`ATTACH DATABASE ? AS previous`, [`${pathToFileURL(previous.snapshot).href}?mode=ro`])
-        // Hashed beside the copy; a mismatch throws the copy away (writeSnapshot writes it again from the bodies).
-        verified = hashFile(previous.snapshot).then((h) =>
-          h.sha256 === previous.expected.sha256 && h.size === previous.expected.size ? null : `${previous.snapshot} is not the file its release gives (SHA-256 ${h.sha256})`,
-        )
+        // Hashed ahead or beside the copy; a mismatch throws the copy away (writeSnapshot writes it again from the bodies).
+        const check = verifyPrevious(previous)
+        hashedAhead = check.ahead
+        verified = check.verdict
         verified.catch(() => {})
       } else {
         notReused = `${previous.snapshot} is not a snapshot of format ${SNAPSHOT_FORMAT}`
@@ -173,6 +182,10 @@ async function writeSnapshotFrom(
     const paths = await insertPaths(db, walker, pathOrderFile)
     const changed = await verified
     if (changed) throw new PreviousSnapshotChanged(changed)
+    // The hash taken ahead vouches for the bytes only if nothing wrote the file while it was copied.
+    if (hashedAhead && !sameIdentity(previous!.hashed!.identity, fileIdentity(previous!.snapshot))) {
+      throw new PreviousSnapshotChanged(`${previous!.snapshot} was written to while it was copied`)
+    }
     await db.exec(`COMMIT; PRAGMA journal_mode = DELETE;`)
     if (walker) {
       await db.exec(`DETACH DATABASE previous`)
@@ -180,7 +193,7 @@ async function writeSnapshotFrom(
       walker = null
     }
     const [hashed] = await Promise.all([hashFile(tmp), checkSnapshot(db)])
-    written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, notReused, note: '' }
+    written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, hashedAhead, notReused, note: '' }
     written.note = describeReuse(written, previous !== null)
   } catch (err) {
     await walker?.close().catch(() => {})
@@ -205,7 +218,20 @@ function checkPrevious(previous: PreviousSnapshot): string | null {
 function describeReuse(w: WrittenSnapshot, hadPrevious: boolean): string {
   if (w.notReused) return `the previous snapshot was not reused: ${w.notReused}`
   if (!hadPrevious) return `no previous snapshot: ${w.bodies} bodies and ${w.paths} names inserted`
-  return `${w.reusedBodies} of ${w.bodies} bodies and ${w.reusedPaths} of ${w.paths} names copied from the previous snapshot`
+  const checked = w.hashedAhead ? 'by the SHA-256 the build took ahead' : 'by its SHA-256, taken beside the copy'
+  return `${w.reusedBodies} of ${w.bodies} bodies and ${w.reusedPaths} of ${w.paths} names copied from the previous snapshot (checked ${checked})`
+}
+
+/**
+ * Whether the previous snapshot is the file its release gives (`verdict` null) or why not: from the
+ * hash the build took ahead while the file has the identity it had then (`ahead`), else hashed now.
+ */
+export function verifyPrevious(previous: PreviousSnapshot): { ahead: boolean; verdict: Promise<string | null> } {
+  const judge = (h: FileHash): string | null =>
+    h.sha256 === previous.expected.sha256 && h.size === previous.expected.size ? null : `${previous.snapshot} is not the file its release gives (SHA-256 ${h.sha256})`
+  const ahead = previous.hashed
+  if (ahead && ahead.file === previous.snapshot && sameIdentity(ahead.identity, fileIdentity(previous.snapshot))) return { ahead: true, verdict: Promise.resolve(judge(ahead)) }
+  return { ahead: false, verdict: hashFile(previous.snapshot).then(judge) }
 }
 
 /**
