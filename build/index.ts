@@ -4,6 +4,7 @@
  */
 import path from 'node:path'
 import { renameSync, rmSync } from 'node:fs'
+import { copyFile } from 'node:fs/promises'
 import { writeCatalog, type CatalogMaps } from './catalog.ts'
 import type { SearchIndexBeside } from './search-index.ts'
 import {
@@ -77,6 +78,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   let projectBodies: ProjectBodiesWriter | null = null
   let db: Db | null = null
   let snapshotAhead: Promise<HashedAhead | null> | null = null
+  let catalogCopy: Promise<string | null> | null = null
   try {
     // The live release's snapshot (6.4 GB at the large catalog) is hashed now, on a thread of its
     // own, while the load and the catalog leave a core idle; the seal, where both cores are busy,
@@ -148,9 +150,11 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // reads on its own SQLite thread beside the renderers' queries; the search index, built on a
     // third thread meanwhile, is copied into the compacted file; renamed over catalog.sqlite once
     // rendering is done, and sealRelease waits for it before it touches the catalog.
-    compaction = compactCatalog(catalogFile, search, () => log(`… built the search index beside the render and copied it into the compacted catalog after ${secondsSince(started)}s`))
+    compaction = compactCatalog(catalogFile, search, () => log(`… built the search index beside the render and copied it into the compacted catalog after ${secondsSince(started)}s`), options.release.snapshot ? `${catalogFile}.snapshot` : null)
     // Awaited below, or in the catch when the build fails first.
     compaction.catch(() => {})
+    catalogCopy = compaction.then((c) => c.copy)
+    catalogCopy.catch(() => {})
     // The versions are read on a connection of their own (its own SQLite thread).
     versionReader = prepareVersionFiles(catalogFile, BUILD_CACHE_KIB)
     versionReader.catch(() => {})
@@ -206,6 +210,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       stats,
       catalogReady,
       previousSnapshotHashed: snapshotAhead,
+      catalogCopy,
       options: options.release,
       log,
       recycled: pending.recycled ? { tree: pending.recycled, storeDir } : null,
@@ -231,6 +236,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     await db?.close().catch(() => {})
     await versionReader?.then((reader) => reader.close()).catch(() => {})
     await compaction?.catch(() => {})
+    await catalogCopy?.catch(() => {})
     await catalogReady?.catch(() => {})
     await search?.close().catch(() => {})
     // Nothing of the build may go on reading once it has returned.
@@ -242,10 +248,11 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   }
 }
 
-/** A compacted catalog file and its SHA-256 and size. */
+/** A compacted catalog file and its SHA-256 and size, and the copy of it for the snapshot (its path once made; null when not asked for or it failed). */
 interface CompactedCatalog {
   file: string
   hash: FileHash
+  copy: Promise<string | null>
 }
 
 /**
@@ -253,9 +260,12 @@ interface CompactedCatalog {
  * once built, copied into it (`copied` is told) and its statistics added; then its SHA-256 at once,
  * while its pages are still in memory (hashed at the seal, the 3.5 GB of the large catalog came
  * back from the disk and held the snapshot back for a minute: bench/results/BUILD-PROFILE.md), on a
- * thread of its own (hashFileOffThread), beside the seal's.
+ * thread of its own (hashFileOffThread), beside the seal's. Beside the hash, copied to `copyTo`
+ * (copy_file_range, on the thread pool) for the snapshot, which would otherwise copy the 2.7 GB in
+ * the seal, where both cores are busy; a copy that fails is removed, and the snapshot copies the
+ * catalog itself.
  */
-async function compactCatalog(catalogFile: string, search: SearchIndexBeside, copied: () => void): Promise<CompactedCatalog> {
+async function compactCatalog(catalogFile: string, search: SearchIndexBeside, copied: () => void, copyTo: string | null): Promise<CompactedCatalog> {
   const compact = `${catalogFile}.compact`
   const db = await openDb(catalogFile)
   try {
@@ -274,7 +284,22 @@ async function compactCatalog(catalogFile: string, search: SearchIndexBeside, co
     await out.close()
   }
   copied()
-  return { file: compact, hash: await hashFileOffThread(compact) }
+  const copy = copyTo
+    ? copyFile(compact, copyTo).then(
+        () => copyTo,
+        () => {
+          rmSync(copyTo, { force: true })
+          return null
+        },
+      )
+    : Promise.resolve(null)
+  try {
+    return { file: compact, hash: await hashFileOffThread(compact), copy }
+  } catch (err) {
+    // Nothing may still be writing into a release folder being removed.
+    await copy
+    throw err
+  }
 }
 
 function secondsSince(start: number): string {

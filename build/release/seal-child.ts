@@ -61,8 +61,9 @@ export function writeSnapshotInChild(
   catalogSha256: string,
   pack: BodyPackFiles | null = null,
   previous: PreviousSnapshot | null = null,
+  catalogCopy: string | null = null,
 ): Promise<SealWorkerUsage> {
-  const args = [releaseDir, orderFile, pathOrderFile, target, catalogSha256, JSON.stringify({ pack, previous })]
+  const args = [releaseDir, orderFile, pathOrderFile, target, catalogSha256, JSON.stringify({ pack, previous, catalogCopy })]
   return runSealWorker(new URL('./snapshot-worker.ts', import.meta.url), args, `snapshot worker exited (%s); BUILD_SNAPSHOT_WORKER=0 writes the snapshot in the build's own process`)
 }
 

@@ -45,6 +45,11 @@ export interface SealInput {
    * snapshot's copy from it need not hash it in the seal; null when it was not (or could not be).
    */
   previousSnapshotHashed?: Promise<HashedAhead | null> | null
+  /**
+   * A copy of `catalog.sqlite` the build made once it was compacted, during the render: the
+   * snapshot starts from it (taking it) instead of copying 2.7 GB in the seal. Removed here if unused.
+   */
+  catalogCopy?: Promise<string | null> | null
   options: ReleaseOptions
   log: (line: string) => void
   /** The kept release the tree was started from (recycle.ts), with the content store to sweep. */
@@ -142,7 +147,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   })()
   const snapshotTask = (async (): Promise<FileRef | null> => {
     if (!input.options.snapshot) return null
-    const [[bodyOrder, pathOrder, pack], catalog, hashed] = await Promise.all([orders, catalogTask, input.previousSnapshotHashed ?? null])
+    const [[bodyOrder, pathOrder, pack], catalog, hashed, catalogCopy] = await Promise.all([orders, catalogTask, input.previousSnapshotHashed ?? null, input.catalogCopy ?? null])
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     const target = path.join(releaseDir, name)
     // The previous release's snapshot: the bodies and names it already holds are copied, not inserted again.
@@ -151,8 +156,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     // Hashed by writeSnapshot beside its check; the size is checked again by seal().
     const written = await writeExtra(
       'snapshot',
-      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack, previous) : null,
-      () => writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack, previous),
+      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack, previous, catalogCopy) : null,
+      () => writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack, previous, catalogCopy),
     )
     const ref = await seal(name, before?.snapshot, written)
     input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
@@ -186,6 +191,9 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     if (b) removeBodyOrder(b)
     if (p) removeBodyOrder(p)
     removeBodyPack(releaseDir)
+    // Taken by the snapshot, unless it failed (or was not written) first.
+    const copy = await input.catalogCopy?.catch(() => null)
+    if (copy) rmSync(copy, { force: true })
   }
   // All settled and fulfilled above.
   const [{ sealed, feed }, catalog, snapshot, archive] = await Promise.all([manifestTask, catalogTask, snapshotTask, archiveTask])

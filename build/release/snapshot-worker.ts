@@ -12,12 +12,13 @@ import { fileHashSchema, hashedAheadSchema, runAsSealWorker } from './seal-child
 import { writeSnapshot } from './snapshot.ts'
 
 const arg = z.string().min(1)
-// What writeSnapshot takes beyond its five arguments: the body pack (or null: read the tree) and the previous snapshot (or null).
+// What writeSnapshot takes beyond its five arguments: the body pack (or null: read the tree), the previous snapshot (or null) and the copy of the catalog made ahead (or null).
 const extraSchema = z.object({
   pack: bodyPackFilesSchema.nullable(),
   previous: z.object({ snapshot: arg, expected: fileHashSchema, hashed: hashedAheadSchema.nullable().optional() }).nullable(),
+  catalogCopy: arg.nullable(),
 })
 const argsSchema = z.tuple([arg, arg, arg, arg, arg, z.string().transform((s) => extraSchema.parse(JSON.parse(s)))])
 
-const [releaseDir, orderFile, pathOrderFile, target, catalogSha256, { pack, previous }] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
-await runAsSealWorker('snapshot worker', () => writeSnapshot(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, previous))
+const [releaseDir, orderFile, pathOrderFile, target, catalogSha256, { pack, previous, catalogCopy }] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
+await runAsSealWorker('snapshot worker', () => writeSnapshot(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, previous, catalogCopy))

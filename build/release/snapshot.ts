@@ -84,6 +84,8 @@ export interface WrittenSnapshot extends FileHash {
   reusedPaths: number
   /** The previous snapshot's bytes were vouched for by the SHA-256 the build took ahead (not hashed again). */
   hashedAhead: boolean
+  /** Its catalog pages came from the copy the build made during the render (not copied in the seal). */
+  catalogAhead: boolean
   /** Why the previous snapshot was not used, when one was given and was not. */
   notReused?: string
   /** The build log's line on the above. */
@@ -106,7 +108,8 @@ async function checkSnapshot(db: Db): Promise<void> {
 class PreviousSnapshotChanged extends Error {}
 
 /**
- * Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`), the body order
+ * Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`; `catalogCopy`, when
+ * given, is a copy of it made ahead, taken instead of copying it again), the body order
  * `orderFile` and the same names sorted by name, `pathOrderFile` (body-order.ts), reading the
  * bodies from `pack` (the build's body pack) or, when null, the release's tree, and copying what
  * `previous` already holds. Returns the written file's SHA-256 and size: hashed while quick_check
@@ -121,9 +124,10 @@ export async function writeSnapshot(
   catalogSha256: string,
   pack: BodyPackFiles | null = null,
   previous: PreviousSnapshot | null = null,
+  catalogCopy: string | null = null,
 ): Promise<WrittenSnapshot> {
   const write = (from: PreviousSnapshot | null, notReused?: string): Promise<WrittenSnapshot> =>
-    writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, from, notReused)
+    writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, from, notReused, catalogCopy)
   const unusable = previous ? checkPrevious(previous) : null
   if (!previous || unusable) return write(null, unusable ?? undefined)
   try {
@@ -145,11 +149,16 @@ async function writeSnapshotFrom(
   pack: BodyPackFiles | null,
   previous: PreviousSnapshot | null,
   notReused: string | undefined,
+  catalogCopy: string | null,
 ): Promise<WrittenSnapshot> {
   const tmp = `${target}.tmp`
   rmSync(tmp, { force: true })
-  // copy_file_range: the kernel copies the pages; SQLite would read and write each one itself.
-  copyFileSync(path.join(releaseDir, 'catalog.sqlite'), tmp)
+  // The copy of catalog.sqlite the build made during the render is taken (once: a second attempt
+  // finds it gone); else copied now, by copy_file_range: the kernel copies the pages, where SQLite
+  // would read and write each one itself.
+  const catalogAhead = catalogCopy !== null && existsSync(catalogCopy)
+  if (catalogAhead) renameSync(catalogCopy, tmp)
+  else copyFileSync(path.join(releaseDir, 'catalog.sqlite'), tmp)
   const db = await openDb(tmp, { uri: true })
   // A second, read-only connection walks the previous snapshot's keys while the first copies and
   // inserts: on one connection each page of keys waited behind the statements (4 of 11 s for the
@@ -172,6 +181,9 @@ async function writeSnapshotFrom(
         hashedAhead = check.ahead
         verified = check.verdict
         verified.catch(() => {})
+        // Known at once from the hash taken ahead: nothing is copied from a file that is not the one its release gives.
+        const wrong = hashedAhead ? await verified : null
+        if (wrong) throw new PreviousSnapshotChanged(wrong)
       } else {
         notReused = `${previous.snapshot} is not a snapshot of format ${SNAPSHOT_FORMAT}`
         await walker.close()
@@ -193,7 +205,7 @@ async function writeSnapshotFrom(
       walker = null
     }
     const [hashed] = await Promise.all([hashFile(tmp), checkSnapshot(db)])
-    written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, hashedAhead, notReused, note: '' }
+    written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, hashedAhead, catalogAhead, notReused, note: '' }
     written.note = describeReuse(written, previous !== null)
   } catch (err) {
     await walker?.close().catch(() => {})
@@ -216,10 +228,11 @@ function checkPrevious(previous: PreviousSnapshot): string | null {
 
 /** One line for the build's log: how much of the previous snapshot a rebuild copied (`hadPrevious`: one was opened). */
 function describeReuse(w: WrittenSnapshot, hadPrevious: boolean): string {
-  if (w.notReused) return `the previous snapshot was not reused: ${w.notReused}`
-  if (!hadPrevious) return `no previous snapshot: ${w.bodies} bodies and ${w.paths} names inserted`
+  const catalog = w.catalogAhead ? 'its catalog from the copy made during the render' : 'its catalog copied in the seal'
+  if (w.notReused) return `${catalog}; the previous snapshot was not reused: ${w.notReused}`
+  if (!hadPrevious) return `${catalog}; no previous snapshot: ${w.bodies} bodies and ${w.paths} names inserted`
   const checked = w.hashedAhead ? 'by the SHA-256 the build took ahead' : 'by its SHA-256, taken beside the copy'
-  return `${w.reusedBodies} of ${w.bodies} bodies and ${w.reusedPaths} of ${w.paths} names copied from the previous snapshot (checked ${checked})`
+  return `${catalog}; ${w.reusedBodies} of ${w.bodies} bodies and ${w.reusedPaths} of ${w.paths} names copied from the previous snapshot (checked ${checked})`
 }
 
 /**
