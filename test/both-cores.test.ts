@@ -5,7 +5,7 @@
  * failing worker says why; a release tree written by the write process is byte-identical to one
  * written on the main thread, and a write process that fails fails the build without publishing.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -82,7 +82,8 @@ describe('load worker', () => {
     expect(a.pointer.files).toBeGreaterThan(500)
     for (const worker of ['archive', 'snapshot']) {
       // Each worker adds what it copied from the previous release's file (nothing here: no previous release).
-      const tail = worker === 'archive' ? '; 0 of \\d+ members copied from the previous archive' : '; no previous snapshot: \\d+ bodies and \\d+ names inserted'
+      // The snapshot's catalog part is the copy the build made during the render.
+      const tail = worker === 'archive' ? '; 0 of \\d+ members copied from the previous archive' : '; its catalog from the copy made during the render; no previous snapshot: \\d+ bodies and \\d+ names inserted'
       expect(logs.some((l) => new RegExp(`^The ${worker} worker used [\\d.]+s of CPU, peak RSS \\d+ MB${tail}$`).test(l)), `${worker}\n${logs.join('\n')}`).toBe(true)
       expect(mainLogs.some((l) => l.startsWith(`The ${worker} worker`)), worker).toBe(false)
     }
@@ -106,6 +107,14 @@ describe('archive and snapshot workers', () => {
     await expect(noOrder).rejects.toThrow(/snapshot worker exited \(1\); BUILD_SNAPSHOT_WORKER=0[\s\S]*ENOENT[\s\S]*no-such-order-file/)
     expect(existsSync(snapshot)).toBe(false)
     expect(existsSync(`${snapshot}.tmp`)).toBe(false)
+    // Given the copy of the catalog the build made ahead, it takes that copy: gone too once it failed.
+    const copy = path.join(dir, 'catalog.sqlite.snapshot')
+    copyFileSync(path.join(dir, 'catalog.sqlite'), copy)
+    const fromCopy = writeSnapshotInChild(dir, path.join(dir, 'no-such-order-file'), path.join(dir, 'no-such-path-order'), snapshot, 'c'.repeat(64), null, null, copy)
+    await expect(fromCopy).rejects.toThrow(/no-such-order-file/)
+    expect(existsSync(copy)).toBe(false)
+    expect(existsSync(`${snapshot}.tmp`)).toBe(false)
+    expect(existsSync(path.join(dir, 'catalog.sqlite'))).toBe(true)
   })
 })
 
