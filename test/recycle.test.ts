@@ -18,6 +18,7 @@ import { runBuild } from '../build/index.ts'
 import { contentMtime } from '../build/render/etag.ts'
 import { hashBytes, shardFile } from '../build/release/manifest.ts'
 import { readIndex, shardTextFile } from '../build/release/seal-manifest.ts'
+import { SHARD_MEMBERS_FORMAT, shardMembersFile } from '../build/release/shard-gzip.ts'
 import { addSodiumVersion, buildRelease, copySampleData, editSummary, readChangesOf, readManifestOf } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'recycle-test-'))
@@ -62,14 +63,20 @@ function expectTreeMatchesManifest(releaseDir: string): void {
   }
 }
 
-/** Each manifest shard of a release has its plain copy: the shard's text, which has the SHA-256 the index gives. */
+/**
+ * Each manifest shard of a release has its plain copy (the shard's text, which has the SHA-256 the
+ * index gives) and its gzip member index (shard-gzip.ts), which names that text and gzip file.
+ */
 function expectPlainShards(releaseDir: string): void {
   const index = readIndex(releaseDir)!.index
-  expect(readdirSync(path.join(releaseDir, 'manifest-text')).sort()).toEqual([...new Set(index.shards.map((s) => `${s.sha256}.tsv`))].sort())
+  const kept = index.shards.flatMap((s) => [`${s.sha256}.tsv`, `${s.sha256}.members`])
+  expect(readdirSync(path.join(releaseDir, 'manifest-text')).sort()).toEqual([...new Set(kept)].sort())
   for (const ref of index.shards) {
     const plain = readFileSync(path.join(releaseDir, shardTextFile(ref.sha256)))
     expect(plain.equals(gunzipSync(readFileSync(path.join(releaseDir, shardFile(ref.sha256))))), ref.shard).toBe(true)
     expect(hashBytes(plain)).toBe(ref.sha256)
+    const header = readFileSync(path.join(releaseDir, shardMembersFile(ref.sha256)), 'utf8').split('\n')[0]!.split('\t')
+    expect(header.slice(0, 3), ref.shard).toEqual([SHARD_MEMBERS_FORMAT, ref.sha256, String(ref.size)])
   }
 }
 

@@ -7,11 +7,11 @@
  */
 import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { gzipSync } from 'node:zlib'
 import { createPool } from '../publish/pool.ts'
 import { manifestIndexSchema, pointerSchema, type FileRef, type ManifestEntry, type Pointer } from '../release/formats.ts'
 import { hashFile } from '../release/hash-file.ts'
-import { changeFile, formatEntry, hashBytes, indexFile, joinShard, listShards, MIRROR_DIR, parseShard, readGzipText, SHARD_GZIP, shardFile, type Change } from '../release/manifest.ts'
+import { changeFile, formatEntry, hashBytes, indexFile, joinShard, listShards, MIRROR_DIR, parseShard, readGzipText, shardFile, type Change } from '../release/manifest.ts'
+import { gzipShard } from '../release/shard-gzip.ts'
 import { linkOrCopy } from '../release/writer.ts'
 import { downloadTo, fetchBytes, VerifyError, type FetchSettings } from './fetch.ts'
 import { fetchChangeFile, loadFeedChanges, type FeedChanges } from './feed.ts'
@@ -200,7 +200,7 @@ async function resolveShard(
       else next.set(c.entry.path, c.entry)
     }
     const text = joinShard([...next.values()].map(formatEntry))
-    if (hashBytes(text) === ref.sha256) return { entries: parseShard(text), gz: gzipSync(text, SHARD_GZIP) }
+    if (hashBytes(text) === ref.sha256) return { entries: parseShard(text), gz: gzipShard(Buffer.from(text)) }
   }
   const gz = await fetchBytes(settings, `/mirror/manifest/shards/${ref.sha256}.tsv.gz`)
   const text = readGzipText(gz)

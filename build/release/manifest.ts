@@ -40,9 +40,10 @@ export function shardIndexOf(name: string): number {
  * The gzip settings of a manifest shard file. Level 1: the shards are mostly hex digests, which
  * deflate codes as well at level 1 as at the default 6 (2% more bytes on 87 MB of the large
  * catalog's shards: 37.4 MB against 36.6) in 0.69 of the time (0.99 s against 1.44). A 1% rebuild
- * changes all 256 shards, so every release gzips 700 MB of them: 3.6 s of CPU fewer in a seal
- * bound by the CPU of its parts (bench/results/BUILD-PROFILE.md, Session 35). The shard's identity
- * is its text's SHA-256 (ShardRef), not its gzip bytes.
+ * changes all 256 shards: 3.6 s of CPU fewer in a seal bound by the CPU of its parts
+ * (bench/results/BUILD-PROFILE.md, Session 35). Each shard is gzipped as members, one per run of
+ * lines, so that a rebuild compresses only the runs its change reached (shard-gzip.ts). The shard's
+ * identity is its text's SHA-256 (ShardRef), not its gzip bytes.
  */
 export const SHARD_GZIP = { level: 1 }
 

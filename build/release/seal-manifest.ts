@@ -1,16 +1,17 @@
 /**
  * Turns the writer's raw shards into the published manifest and the change file of this release:
- * each shard is sorted, hashed and gzipped (a shard identical to the previous release's is linked,
- * not rewritten), then compared with the previous release's shard to list what was added, changed
- * and removed. One shard in memory at a time.
+ * each shard is sorted, hashed and gzipped as members, copying those of the runs of lines the change
+ * left alone from the previous release's shard (shard-gzip.ts; a shard identical to the previous
+ * release's is linked, not rewritten), then compared with the previous release's shard to list what
+ * was added, changed and removed. One shard in memory at a time.
  */
 import { createHash } from 'node:crypto'
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs'
 import path from 'node:path'
-import { promisify } from 'node:util'
-import { gzip, gzipSync } from 'node:zlib'
+import { gzipSync } from 'node:zlib'
 import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestIndex, type ShardRef } from './formats.ts'
-import { addCounts, changeFile, diffShardBytes, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardBytes, shardFile, SHARD_GZIP, SHARD_TEXT_DIR } from './manifest.ts'
+import { addCounts, changeFile, diffShardBytes, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardBytes, shardFile, SHARD_TEXT_DIR } from './manifest.ts'
+import { carryShardMembers, gzipShardReusing, shardMembersFile } from './shard-gzip.ts'
 import { linkOrCopy, RAW_SHARDS_DIR } from './writer.ts'
 
 /** What sealing the manifest produced. */
@@ -19,6 +20,8 @@ export interface SealedManifest {
   /** The change file against the previous release (every file added when there is none). */
   change: FileRef
   counts: DiffCounts
+  /** The gzip members of the shards written (not linked whole), and of those copied from the previous release's shards or found damaged there (shard-gzip.ts). */
+  members: { total: number; reused: number; damaged: number }
 }
 
 /**
@@ -48,7 +51,7 @@ export async function writeManifest(
   const counts: DiffCounts = { added: 0, changed: 0, removed: 0, unchanged: 0 }
   const shards: ShardRef[] = []
   let files = 0
-  let compressing: Promise<void> = Promise.resolve()
+  const members = { total: 0, reused: 0, damaged: 0 }
 
   for (const [i, shard] of listShards().entries()) {
     if (i > 0) await new Promise((resolve) => setImmediate(resolve))
@@ -66,23 +69,29 @@ export async function writeManifest(
       counts.unchanged += lines.length
       shards.push({ shard, sha256, files: lines.length, size: before.size })
       linkOrCopy(path.join(previous!.dir, shardFile(sha256)), path.join(releaseDir, shardFile(sha256)))
+      // Its member index goes with it (shard-gzip.ts), checked: a damaged one is not carried on.
+      const index = path.join(releaseDir, shardMembersFile(sha256))
+      if (!existsSync(index)) {
+        carryShardMembers({ text: bytes, sha256, size: before.size, gzFile: path.join(releaseDir, shardFile(sha256)), membersFile: path.join(previous!.dir, shardMembersFile(sha256)) }, index)
+      }
       continue
     }
-    // Compressed on a zlib thread while this one goes on with the shard's changes and the next
-    // shard (at level 6, 51 ms of a 2.7 MB shard at the large catalog, 13 s of the seal's main
-    // thread; SHARD_GZIP); one at a time, written as soon as it is done.
-    await compressing
-    const ref: ShardRef = { shard, sha256, files: lines.length, size: 0 }
-    shards.push(ref)
-    compressing = gzipAsync(bytes, SHARD_GZIP).then((gz) => {
-      writeFileSync(path.join(releaseDir, shardFile(sha256)), gz)
-      ref.size = gz.length
-    })
-    // A failure surfaces at the next await of it, not as an unhandled rejection meanwhile.
-    compressing.catch(() => {})
     // Compared line by line: only the lines of changes are parsed (and checked), so a name added or
     // changed by this build is checked, and an unchanged one was when it was added.
     const old = before ? readShardBytes(path.join(previous!.dir, shardTextFile(before.sha256)), before.sha256, path.join(previous!.dir, shardFile(before.sha256))) : EMPTY
+    // Gzipped as members, copying from the previous shard every run of lines the change left alone
+    // (shard-gzip.ts): a 1% change touches every shard but few of its runs, and gzipping all 256
+    // shards again was 7.4 s of CPU of a seal bound by its parts' CPU (Session 38).
+    const packed = gzipShardReusing(
+      bytes,
+      before ? { text: old, sha256: before.sha256, size: before.size, gzFile: path.join(previous!.dir, shardFile(before.sha256)), membersFile: path.join(previous!.dir, shardMembersFile(before.sha256)) } : null,
+    )
+    writeFileSync(path.join(releaseDir, shardFile(sha256)), packed.gz)
+    writeFileSync(path.join(releaseDir, shardMembersFile(sha256)), packed.index)
+    members.total += packed.members
+    members.reused += packed.reused
+    members.damaged += packed.damaged
+    shards.push({ shard, sha256, files: lines.length, size: packed.gz.length })
     const changes: string[] = []
     addCounts(counts, diffShardBytes(old, bytes, (c) => changes.push(formatChange(c))))
     if (changes.length > 0) {
@@ -94,7 +103,6 @@ export async function writeManifest(
       changeSize += member.length
     }
   }
-  await compressing
   if (changeSize === 0) {
     const empty = gzipSync('')
     writeSync(changeFd, empty)
@@ -110,6 +118,7 @@ export async function writeManifest(
     manifest: { path: mirrorUrl(indexFile(release.id)), sha256: hashBytes(indexBytes), size: indexBytes.length },
     change: { path: mirrorUrl(changeName), sha256: changeHash.digest('hex'), size: changeSize },
     counts,
+    members,
   }
 }
 
@@ -123,7 +132,6 @@ export function readIndex(releaseDir: string): { dir: string; index: ManifestInd
   return parsed.success ? { dir: releaseDir, index: parsed.data } : null
 }
 
-const gzipAsync = promisify(gzip)
 const EMPTY = Buffer.alloc(0)
 
 /** Release-relative plain copy of the shard whose text has SHA-256 `sha256` (SHARD_TEXT_DIR). */

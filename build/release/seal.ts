@@ -134,7 +134,10 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
       await reconciler?.close()
       throw err
     }
-    input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
+    const m = sealed.members
+    const damaged = m.damaged > 0 ? ` (${m.damaged} whose bytes no longer matched their index compressed again)` : ''
+    const copied = m.total > 0 ? `; ${m.reused} of the ${m.total} gzip members of its changed shards copied from the previous release${damaged}` : ''
+    input.log(`Wrote the manifest and change file after ${seconds(started)}s of sealing${formatCpu(cpu)}${copied}`)
     if (reconciler) {
       const r = await reconciler.finish()
       input.log(
