@@ -14,6 +14,7 @@ import { runBuild } from '../build/index.ts'
 import { createLoadPool } from '../build/load-pool.ts'
 import { parseRecordChunk } from '../build/load-records.ts'
 import { openDb } from '../build/db/sqlite.ts'
+import { removeBodyOrder, writeBodyOrder, writePathOrder } from '../build/release/body-order.ts'
 import { writeArchiveInChild, writeSnapshotInChild } from '../build/release/seal-child.ts'
 import { resolveReleaseOptions } from '../build/release/options.ts'
 import { createWritePool } from '../build/release/write-pool.ts'
@@ -115,6 +116,34 @@ describe('archive and snapshot workers', () => {
     expect(existsSync(copy)).toBe(false)
     expect(existsSync(`${snapshot}.tmp`)).toBe(false)
     expect(existsSync(path.join(dir, 'catalog.sqlite'))).toBe(true)
+  })
+})
+
+describe('snapshot worker given the path order later', () => {
+  it('writes the snapshot the release has once the path order comes by message, and fails naming the sort when it cannot come', async () => {
+    const data = copySampleData(path.join(root, 'path-later'))
+    const built = await buildRelease(data, path.join(root, 'path-later/dist'))
+    const bodyOrder = await writeBodyOrder(built.releaseDir)
+    const pathOrder = await writePathOrder(built.releaseDir)
+    try {
+      const target = path.join(root, 'path-later/snapshot.sqlite')
+      // Sent a while after the worker asked for it, as the seal sends it when its sort ends.
+      const later = new Promise<string>((resolve) => setTimeout(() => resolve(pathOrder), 500))
+      const usage = await writeSnapshotInChild(built.releaseDir, bodyOrder, later, target, built.pointer.catalog.sha256)
+      expect(usage.written).toEqual({ sha256: built.pointer.snapshot!.sha256, size: built.pointer.snapshot!.size })
+      expect(readFileSync(target).equals(readFileSync(path.join(built.releaseDir, 'public', built.pointer.snapshot!.path)))).toBe(true)
+      // A sort that failed: the worker fails with its message and leaves neither file behind.
+      const failed = path.join(root, 'path-later/failed.sqlite')
+      const never = new Promise<string>((_, reject) => setTimeout(() => reject(new Error('sort: disk full')), 200))
+      await expect(writeSnapshotInChild(built.releaseDir, bodyOrder, never, failed, built.pointer.catalog.sha256)).rejects.toThrow(
+        /snapshot worker exited \(1\)[\s\S]*the path order was not sorted: sort: disk full/,
+      )
+      expect(existsSync(failed)).toBe(false)
+      expect(existsSync(`${failed}.tmp`)).toBe(false)
+    } finally {
+      removeBodyOrder(bodyOrder)
+      removeBodyOrder(pathOrder)
+    }
   })
 })
 

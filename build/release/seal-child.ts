@@ -34,6 +34,34 @@ const usageSchema = z.object({
 /** What a worker used, for the build's log, and the SHA-256 and size of what it wrote when it hashed it. */
 export type SealWorkerUsage = z.infer<typeof usageSchema>
 
+/** The snapshot worker's request for the path order, when it was started before the order was sorted (its argument `-`). */
+const pathOrderRequestSchema = z.object({ want: z.literal('pathOrder') })
+/** The answer to it: the sorted file, or why there is none. */
+const pathOrderAnswerSchema = z.union([z.object({ pathOrder: z.string().min(1) }), z.object({ pathOrderError: z.string() })])
+
+/** The path-order argument of a snapshot worker whose path order comes by message (waitForPathOrder). */
+export const PATH_ORDER_BY_MESSAGE = '-'
+
+/**
+ * In the snapshot worker: the path order the build sends once it is sorted. Asked for at once (the
+ * listener is in place before the request goes out, so the answer cannot come first); a sort that
+ * failed rejects with its message.
+ */
+export function waitForPathOrder(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const listener = (message: unknown): void => {
+      const answer = pathOrderAnswerSchema.safeParse(message)
+      if (!answer.success) return
+      process.off('message', listener)
+      if ('pathOrder' in answer.data) resolve(answer.data.pathOrder)
+      else reject(new Error(`the path order was not sorted: ${answer.data.pathOrderError}`))
+    }
+    process.on('message', listener)
+    if (!process.send) return reject(new Error('the path order comes by message, and this process has no channel to its parent'))
+    process.send({ want: 'pathOrder' } satisfies z.infer<typeof pathOrderRequestSchema>)
+  })
+}
+
 /**
  * Writes the archive of `releaseDir` to `target` in a child process (writeArchive's arguments);
  * resolves with its usage and `written`, the archive's SHA-256 and size; rejects with its error output when it fails.
@@ -56,19 +84,40 @@ export function writeArchiveInChild(
 export function writeSnapshotInChild(
   releaseDir: string,
   orderFile: string,
-  pathOrderFile: string,
+  pathOrderFile: string | Promise<string>,
   target: string,
   catalogSha256: string,
   pack: BodyPackFiles | null = null,
   previous: PreviousSnapshot | null = null,
   catalogCopy: string | null = null,
 ): Promise<SealWorkerUsage> {
-  const args = [releaseDir, orderFile, pathOrderFile, target, catalogSha256, JSON.stringify({ pack, previous, catalogCopy })]
-  return runSealWorker(new URL('./snapshot-worker.ts', import.meta.url), args, `snapshot worker exited (%s); BUILD_SNAPSHOT_WORKER=0 writes the snapshot in the build's own process`)
+  // A path order still being sorted is sent when the worker asks for it, once its bodies are in.
+  const byMessage = typeof pathOrderFile !== 'string'
+  // Its failure is answered to the worker when it asks, not left unhandled meanwhile.
+  if (byMessage) pathOrderFile.catch(() => {})
+  const args = [releaseDir, orderFile, byMessage ? PATH_ORDER_BY_MESSAGE : pathOrderFile, target, catalogSha256, JSON.stringify({ pack, previous, catalogCopy })]
+  const answer = byMessage
+    ? (send: (message: z.infer<typeof pathOrderAnswerSchema>) => void): void => {
+        pathOrderFile.then(
+          (file) => send({ pathOrder: file }),
+          (err: unknown) => send({ pathOrderError: err instanceof Error ? err.message : String(err) }),
+        )
+      }
+    : undefined
+  return runSealWorker(new URL('./snapshot-worker.ts', import.meta.url), args, `snapshot worker exited (%s); BUILD_SNAPSHOT_WORKER=0 writes the snapshot in the build's own process`, answer)
 }
 
-/** Runs a seal worker to its end; `failure` (with %s for the exit code or signal) heads the error, followed by the tail of its stderr. */
-function runSealWorker(entry: URL, args: string[], failure: string): Promise<SealWorkerUsage> {
+/**
+ * Runs a seal worker to its end; `failure` (with %s for the exit code or signal) heads the error,
+ * followed by the tail of its stderr. `answerPathOrder` answers the snapshot worker's request for
+ * the path order (waitForPathOrder).
+ */
+function runSealWorker(
+  entry: URL,
+  args: string[],
+  failure: string,
+  answerPathOrder?: (send: (message: z.infer<typeof pathOrderAnswerSchema>) => void) => void,
+): Promise<SealWorkerUsage> {
   const child = spawnBuildWorker(entry, ['--', ...args], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
   let stderr = ''
   let usage: SealWorkerUsage = { maxRss: 0, cpuSeconds: 0 }
@@ -77,6 +126,13 @@ function runSealWorker(entry: URL, args: string[], failure: string): Promise<Sea
     stderr = (stderr + d.toString()).slice(-4000)
   })
   child.on('message', (message) => {
+    if (pathOrderRequestSchema.safeParse(message).success) {
+      // A worker gone meanwhile needs no answer (its exit says why).
+      answerPathOrder?.((answer) => {
+        if (child.connected) child.send(answer)
+      })
+      return
+    }
     usage = usageSchema.parse(message)
   })
   return new Promise((resolve, reject) => {

@@ -96,19 +96,22 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
   // The two sorts of manifest.tsv for the snapshot and the archive (body-order.ts) run as child
-  // processes while this thread writes the mirror manifest; the body pack's index is sorted beside
-  // them, when the build wrote one (body-pack.ts).
+  // processes, one after the other, while this thread writes the mirror manifest; the body pack's
+  // index is sorted beside them, when the build wrote one (body-pack.ts).
   const extrasWanted = input.options.snapshot || input.options.archive
   const previousSnapshot = previousDir && before?.snapshot ? path.join(previousDir, 'public', before.snapshot.path) : null
   // A body the pack left out (the live release's, named unread by the render) is read from the previous snapshot or the store.
   const elsewhere = { snapshot: previousSnapshot, store: input.storeDir ?? input.recycled?.storeDir ?? null }
-  const orders = Promise.all([
-    extrasWanted ? writeBodyOrder(releaseDir) : null,
-    input.options.snapshot ? writePathOrder(releaseDir) : null,
-    extrasWanted && hasBodyPack(releaseDir) ? sortBodyPack(releaseDir).then((pack) => ({ ...pack, elsewhere })) : null,
-  ])
+  // The body order first, alone on both cores: the archive and the snapshot's bodies start from it,
+  // and the path order, sorted after it, is needed only once the snapshot's bodies are in (sorted
+  // at once, the two held both workers back until both were done: bench/results/BUILD-PROFILE.md,
+  // Session 38).
+  const bodyOrder = extrasWanted ? writeBodyOrder(releaseDir) : Promise.resolve(null)
+  const pathOrder = input.options.snapshot ? bodyOrder.then(() => writePathOrder(releaseDir)) : Promise.resolve(null)
+  const orders = Promise.all([bodyOrder, extrasWanted && hasBodyPack(releaseDir) ? sortBodyPack(releaseDir).then((pack) => ({ ...pack, elsewhere })) : null])
   // Awaited below; a failure surfaces there, not as an unhandled rejection meanwhile.
   orders.catch(() => {})
+  pathOrder.catch(() => {})
   // Each part starts as soon as what it reads is ready, beside the others: the manifest on this
   // thread (a shard at a time), the archive in a worker process once the orders are sorted, the
   // snapshot in another once the catalog (compacted during the render) is hashed too.
@@ -150,7 +153,10 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   })()
   const snapshotTask = (async (): Promise<FileRef | null> => {
     if (!input.options.snapshot) return null
-    const [[bodyOrder, pathOrder, pack], catalog, hashed, catalogCopy] = await Promise.all([orders, catalogTask, input.previousSnapshotHashed ?? null, input.catalogCopy ?? null])
+    const [[bodyOrder, pack], catalog, hashed, catalogCopy] = await Promise.all([orders, catalogTask, input.previousSnapshotHashed ?? null, input.catalogCopy ?? null])
+    // Still being sorted, most likely: the snapshot takes it once its bodies are in.
+    const paths = pathOrder.then((file) => file!)
+    paths.catch(() => {})
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     const target = path.join(releaseDir, name)
     // The previous release's snapshot: the bodies and names it already holds are copied, not inserted again.
@@ -159,8 +165,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     // Hashed by writeSnapshot beside its check; the size is checked again by seal().
     const written = await writeExtra(
       'snapshot',
-      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack, previous, catalogCopy) : null,
-      () => writeSnapshot(releaseDir, bodyOrder!, pathOrder!, target, catalog.sha256, pack, previous, catalogCopy),
+      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, paths, target, catalog.sha256, pack, previous, catalogCopy) : null,
+      () => writeSnapshot(releaseDir, bodyOrder!, paths, target, catalog.sha256, pack, previous, catalogCopy),
     )
     const ref = await seal(name, before?.snapshot, written)
     input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
@@ -168,7 +174,7 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   })()
   const archiveTask = (async (): Promise<FileRef | null> => {
     if (!input.options.archive) return null
-    const [bodyOrder, , pack] = await orders
+    const [bodyOrder, pack] = await orders
     const name = `${MIRROR_DIR}/tree-${id}.tar.gz`
     const target = path.join(releaseDir, name)
     // The previous release's archive and member index: its unchanged members are copied, not compressed again.
@@ -190,7 +196,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     // allSettled: a failing part must not leave another writing into a release being removed.
     for (const r of await Promise.allSettled([manifestTask, catalogTask, snapshotTask, archiveTask])) if (r.status === 'rejected') throw r.reason
   } finally {
-    const [b, p] = await orders.catch(() => [null, null])
+    const b = await bodyOrder.catch(() => null)
+    const p = await pathOrder.catch(() => null)
     if (b) removeBodyOrder(b)
     if (p) removeBodyOrder(p)
     removeBodyPack(releaseDir)

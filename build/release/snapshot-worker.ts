@@ -8,7 +8,7 @@
  */
 import { z } from 'zod'
 import { bodyPackFilesSchema } from './body-pack.ts'
-import { fileHashSchema, hashedAheadSchema, runAsSealWorker } from './seal-child.ts'
+import { fileHashSchema, hashedAheadSchema, PATH_ORDER_BY_MESSAGE, runAsSealWorker, waitForPathOrder } from './seal-child.ts'
 import { writeSnapshot } from './snapshot.ts'
 
 const arg = z.string().min(1)
@@ -21,4 +21,7 @@ const extraSchema = z.object({
 const argsSchema = z.tuple([arg, arg, arg, arg, arg, z.string().transform((s) => extraSchema.parse(JSON.parse(s)))])
 
 const [releaseDir, orderFile, pathOrderFile, target, catalogSha256, { pack, previous, catalogCopy }] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
-await runAsSealWorker('snapshot worker', () => writeSnapshot(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, previous, catalogCopy))
+// `-`: the path order is still being sorted, and comes by message when the bodies are in.
+const pathOrder = pathOrderFile === PATH_ORDER_BY_MESSAGE ? waitForPathOrder() : pathOrderFile
+if (typeof pathOrder !== 'string') pathOrder.catch(() => {})
+await runAsSealWorker('snapshot worker', () => writeSnapshot(releaseDir, orderFile, pathOrder, target, catalogSha256, pack, previous, catalogCopy))

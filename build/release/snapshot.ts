@@ -110,7 +110,8 @@ class PreviousSnapshotChanged extends Error {}
 /**
  * Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`; `catalogCopy`, when
  * given, is a copy of it made ahead, taken instead of copying it again), the body order
- * `orderFile` and the same names sorted by name, `pathOrderFile` (body-order.ts), reading the
+ * `orderFile` and the same names sorted by name, `pathOrderFile` (body-order.ts; given as a promise
+ * when it is still being sorted: the bodies go in first, and only the names wait for it), reading the
  * bodies from `pack` (the build's body pack) or, when null, the release's tree, and copying what
  * `previous` already holds. Returns the written file's SHA-256 and size: hashed while quick_check
  * reads it (the file's bytes are final once the transaction commits; the check only reads), so the
@@ -119,7 +120,7 @@ class PreviousSnapshotChanged extends Error {}
 export async function writeSnapshot(
   releaseDir: string,
   orderFile: string,
-  pathOrderFile: string,
+  pathOrderFile: string | Promise<string>,
   target: string,
   catalogSha256: string,
   pack: BodyPackFiles | null = null,
@@ -133,6 +134,8 @@ export async function writeSnapshot(
   try {
     return await write(previous)
   } catch (err) {
+    // A path order that could not be sorted fails the snapshot whatever it is written from (rejects here).
+    await pathOrderFile
     // A previous snapshot whose bytes changed, or that SQLite could not read: the copy is gone
     // (writeSnapshotFrom removes it) and the snapshot is written from the bodies alone. A fault of
     // its own (an order file missing, the disk full) fails that write too.
@@ -143,7 +146,7 @@ export async function writeSnapshot(
 async function writeSnapshotFrom(
   releaseDir: string,
   orderFile: string,
-  pathOrderFile: string,
+  pathOrderFile: string | Promise<string>,
   target: string,
   catalogSha256: string,
   pack: BodyPackFiles | null,
@@ -191,7 +194,8 @@ async function writeSnapshotFrom(
       }
     }
     const bodies = await insertBodies(db, walker, releaseDir, orderFile, pack)
-    const paths = await insertPaths(db, walker, pathOrderFile)
+    // The path order may still be being sorted (the seal sorts the body order first): awaited only now.
+    const paths = await insertPaths(db, walker, await pathOrderFile)
     const changed = await verified
     if (changed) throw new PreviousSnapshotChanged(changed)
     // The hash taken ahead vouches for the bytes only if nothing wrote the file while it was copied.
