@@ -113,8 +113,9 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   orders.catch(() => {})
   pathOrder.catch(() => {})
   // Each part starts as soon as what it reads is ready, beside the others: the manifest on this
-  // thread (a shard at a time), the archive in a worker process once the orders are sorted, the
-  // snapshot in another once the catalog (compacted during the render) is hashed too.
+  // thread (a shard at a time), the archive in a worker process once the body order is sorted, the
+  // snapshot in another once the catalog (compacted during the render) is hashed too (and it is
+  // sent the path order when that is sorted).
   const catalogTask = (async (): Promise<FileRef> => {
     let known: FileHash | undefined
     if (input.catalogReady) {
