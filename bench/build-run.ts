@@ -131,7 +131,8 @@ export async function runMeasuredBuild(options: BuildRunOptions): Promise<BuildR
 export function readPhases(lines: readonly string[], wallSeconds: number): { wall: Phases; cpu: Phases } {
   const find = (re: RegExp): { wall: number; cpu: number | null } | null => {
     for (const line of lines) {
-      const m = new RegExp(`${re.source}(?: \\(CPU ([\\d.]+)s\\))?$`).exec(line)
+      // A line may go on after its CPU figure (`; …`: the manifest's says how many gzip members it copied).
+      const m = new RegExp(`${re.source}(?: \\(CPU ([\\d.]+)s\\))?(?:; .*)?$`).exec(line)
       if (m) return { wall: Number(m[1]), cpu: m[2] === undefined ? null : Number(m[2]) }
     }
     return null
