@@ -85,6 +85,7 @@ export async function writeManifest(
     const packed = gzipShardReusing(
       bytes,
       before ? { text: old, sha256: before.sha256, size: before.size, gzFile: path.join(previous!.dir, shardFile(before.sha256)), membersFile: path.join(previous!.dir, shardMembersFile(before.sha256)) } : null,
+      sha256,
     )
     writeFileSync(path.join(releaseDir, shardFile(sha256)), packed.gz)
     writeFileSync(path.join(releaseDir, shardMembersFile(sha256)), packed.index)

@@ -95,15 +95,16 @@ interface OldRun {
 }
 
 /**
- * The gzip file of `text` (a shard's sorted text), copying from `previous` the member of every run
- * whose text it holds the same; the bytes are those gzipShard gives either way.
+ * The gzip file of `text` (a shard's sorted text, of SHA-256 `sha256` when the caller has it),
+ * copying from `previous` the member of every run whose text it holds the same; the bytes are those
+ * gzipShard gives either way.
  */
-export function gzipShardReusing(text: Buffer, previous: PreviousShard | null): ShardGzip {
+export function gzipShardReusing(text: Buffer, previous: PreviousShard | null, sha256 = hashBytes(text)): ShardGzip {
   const ends = shardRuns(text)
   // An empty shard is one member of nothing: a gzip file of no member is no gzip file.
   if (ends.length === 0) {
     const gz = gzipSync(text, SHARD_GZIP)
-    return { gz, index: `${SHARD_MEMBERS_FORMAT}\t${hashBytes(text)}\t${gz.length}\t1\n${gz.length}\t${hashBytes(gz)}\n`, members: 1, reused: 0, damaged: 0 }
+    return { gz, index: `${SHARD_MEMBERS_FORMAT}\t${sha256}\t${gz.length}\t1\n${gz.length}\t${hashBytes(gz)}\n`, members: 1, reused: 0, damaged: 0 }
   }
   const old = previous ? readPreviousRuns(previous) : null
   const members: Buffer[] = []
@@ -115,26 +116,26 @@ export function gzipShardReusing(text: Buffer, previous: PreviousShard | null): 
   for (const end of ends) {
     const run = old?.runs.get(firstLine(text, start, end))
     let member: Buffer | null = null
-    let sha256 = ''
+    let memberSha = ''
     if (run && run.end - run.start === end - start && text.compare(previous!.text, run.start, run.end, start, end) === 0) {
       const copied = old!.gz.subarray(run.offset, run.offset + run.length)
       // Copied only with the bytes its index recorded.
       if (hashBytes(copied) === run.sha256) {
         member = copied
-        sha256 = run.sha256
+        memberSha = run.sha256
         reused++
       } else damaged++
     }
     if (member === null) {
       member = gzipSync(text.subarray(start, end), SHARD_GZIP)
-      sha256 = hashBytes(member)
+      memberSha = hashBytes(member)
     }
     members.push(member)
-    lines.push(`${member.length}\t${sha256}\n`)
+    lines.push(`${member.length}\t${memberSha}\n`)
     size += member.length
     start = end
   }
-  const index = `${SHARD_MEMBERS_FORMAT}\t${hashBytes(text)}\t${size}\t${members.length}\n${lines.join('')}`
+  const index = `${SHARD_MEMBERS_FORMAT}\t${sha256}\t${size}\t${members.length}\n${lines.join('')}`
   return { gz: Buffer.concat(members, size), index, members: members.length, reused, damaged }
 }
 
@@ -190,7 +191,7 @@ export function carryShardMembers(previous: PreviousShard, target: string): bool
     return true
   }
   if (!existsSync(previous.gzFile)) return false
-  const packed = gzipShardReusing(previous.text, null)
+  const packed = gzipShardReusing(previous.text, null, previous.sha256)
   if (!packed.gz.equals(readFileSync(previous.gzFile))) return false
   writeFileSync(target, packed.index)
   return true
