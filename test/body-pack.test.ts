@@ -117,7 +117,7 @@ describe('body pack', () => {
       await expect(writeArchive(dir, order, path.join(dir, 'fails.tar.gz'))).rejects.toThrow(/ENOENT/)
       await writeArchive(dir, order, path.join(dir, 'pack.tar.gz'), files)
       await writeArchiveInChild(dir, order, path.join(dir, 'child.tar.gz'), files)
-      await writeSnapshot(dir, order, pathOrder, path.join(dir, 'pack.sqlite'), 'c'.repeat(64), files)
+      await writeSnapshot(dir, order, pathOrder, path.join(dir, 'pack.sqlite'), 'c'.repeat(64), { pack: files })
       const sha = (name: string): string => hashBytes(readFileSync(path.join(dir, name)))
       expect(sha('pack.tar.gz'), `pool ${pool}`).toBe(sha('tree.tar.gz'))
       expect(sha('child.tar.gz'), `pool ${pool}`).toBe(sha('tree.tar.gz'))

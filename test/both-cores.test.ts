@@ -111,7 +111,7 @@ describe('archive and snapshot workers', () => {
     // Given the copy of the catalog the build made ahead, it takes that copy: gone too once it failed.
     const copy = path.join(dir, 'catalog.sqlite.snapshot')
     copyFileSync(path.join(dir, 'catalog.sqlite'), copy)
-    const fromCopy = writeSnapshotInChild(dir, path.join(dir, 'no-such-order-file'), path.join(dir, 'no-such-path-order'), snapshot, 'c'.repeat(64), null, null, copy)
+    const fromCopy = writeSnapshotInChild(dir, path.join(dir, 'no-such-order-file'), path.join(dir, 'no-such-path-order'), snapshot, 'c'.repeat(64), { catalogCopy: copy })
     await expect(fromCopy).rejects.toThrow(/no-such-order-file/)
     expect(existsSync(copy)).toBe(false)
     expect(existsSync(`${snapshot}.tmp`)).toBe(false)

@@ -11,7 +11,7 @@ import { readPeakRssBytes } from '../cpu.ts'
 import type { PreviousArchive } from './archive.ts'
 import type { BodyPackFiles } from './body-pack.ts'
 import type { FileHash } from './hash-file.ts'
-import type { PreviousSnapshot } from './snapshot.ts'
+import type { SnapshotSources } from './snapshot.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
 
 /** A file's SHA-256 and size (hash-file.ts FileHash) as a worker sends or takes it. */
@@ -87,9 +87,7 @@ export function writeSnapshotInChild(
   pathOrderFile: string | Promise<string>,
   target: string,
   catalogSha256: string,
-  pack: BodyPackFiles | null = null,
-  previous: PreviousSnapshot | null = null,
-  catalogCopy: string | null = null,
+  { pack = null, previous = null, catalogCopy = null }: SnapshotSources = {},
 ): Promise<SealWorkerUsage> {
   // A path order still being sorted is sent when the worker asks for it, once its bodies are in.
   const byMessage = typeof pathOrderFile !== 'string'

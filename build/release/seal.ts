@@ -166,8 +166,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     // Hashed by writeSnapshot beside its check; the size is checked again by seal().
     const written = await writeExtra(
       'snapshot',
-      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, paths, target, catalog.sha256, pack, previous, catalogCopy) : null,
-      () => writeSnapshot(releaseDir, bodyOrder!, paths, target, catalog.sha256, pack, previous, catalogCopy),
+      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, paths, target, catalog.sha256, { pack, previous, catalogCopy }) : null,
+      () => writeSnapshot(releaseDir, bodyOrder!, paths, target, catalog.sha256, { pack, previous, catalogCopy }),
     )
     const ref = await seal(name, before?.snapshot, written)
     input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)

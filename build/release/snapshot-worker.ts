@@ -12,7 +12,7 @@ import { fileHashSchema, hashedAheadSchema, PATH_ORDER_BY_MESSAGE, runAsSealWork
 import { writeSnapshot } from './snapshot.ts'
 
 const arg = z.string().min(1)
-// What writeSnapshot takes beyond its five arguments: the body pack (or null: read the tree), the previous snapshot (or null) and the copy of the catalog made ahead (or null).
+// writeSnapshot's sources (SnapshotSources): the body pack (or null: read the tree), the previous snapshot (or null) and the copy of the catalog made ahead (or null).
 const extraSchema = z.object({
   pack: bodyPackFilesSchema.nullable(),
   previous: z.object({ snapshot: arg, expected: fileHashSchema, hashed: hashedAheadSchema.nullable().optional() }).nullable(),
@@ -20,8 +20,8 @@ const extraSchema = z.object({
 })
 const argsSchema = z.tuple([arg, arg, arg, arg, arg, z.string().transform((s) => extraSchema.parse(JSON.parse(s)))])
 
-const [releaseDir, orderFile, pathOrderFile, target, catalogSha256, { pack, previous, catalogCopy }] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
+const [releaseDir, orderFile, pathOrderFile, target, catalogSha256, sources] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
 // `-`: the path order is still being sorted, and comes by message when the bodies are in.
 const pathOrder = pathOrderFile === PATH_ORDER_BY_MESSAGE ? waitForPathOrder() : pathOrderFile
 if (typeof pathOrder !== 'string') pathOrder.catch(() => {})
-await runAsSealWorker('snapshot worker', () => writeSnapshot(releaseDir, orderFile, pathOrder, target, catalogSha256, pack, previous, catalogCopy))
+await runAsSealWorker('snapshot worker', () => writeSnapshot(releaseDir, orderFile, pathOrder, target, catalogSha256, sources))

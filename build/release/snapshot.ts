@@ -108,12 +108,12 @@ async function checkSnapshot(db: Db): Promise<void> {
 class PreviousSnapshotChanged extends Error {}
 
 /**
- * Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`; `catalogCopy`, when
+ * Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`; `sources.catalogCopy`, when
  * given, is a copy of it made ahead, taken instead of copying it again), the body order
  * `orderFile` and the same names sorted by name, `pathOrderFile` (body-order.ts; given as a promise
  * when it is still being sorted: the bodies go in first, and only the names wait for it), reading the
- * bodies from `pack` (the build's body pack) or, when null, the release's tree, and copying what
- * `previous` already holds. Returns the written file's SHA-256 and size: hashed while quick_check
+ * bodies from `sources.pack` (the build's body pack) or, when null, the release's tree, and copying
+ * what `sources.previous` already holds. Returns the written file's SHA-256 and size: hashed while quick_check
  * reads it (the file's bytes are final once the transaction commits; the check only reads), so the
  * hash of 6.3 GB at the large catalog runs beside the check, on the other core, instead of after it.
  */
@@ -123,12 +123,10 @@ export async function writeSnapshot(
   pathOrderFile: string | Promise<string>,
   target: string,
   catalogSha256: string,
-  pack: BodyPackFiles | null = null,
-  previous: PreviousSnapshot | null = null,
-  catalogCopy: string | null = null,
+  { pack = null, previous = null, catalogCopy = null }: SnapshotSources = {},
 ): Promise<WrittenSnapshot> {
   const write = (from: PreviousSnapshot | null, notReused?: string): Promise<WrittenSnapshot> =>
-    writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, pack, from, notReused, catalogCopy)
+    writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, { pack, previous: from, catalogCopy }, notReused)
   const unusable = previous ? checkPrevious(previous) : null
   if (!previous || unusable) return write(null, unusable ?? undefined)
   try {
@@ -143,16 +141,25 @@ export async function writeSnapshot(
   }
 }
 
+/**
+ * Where a snapshot's parts come from beyond the release folder (all optional; the snapshot worker
+ * takes them as one JSON argument, snapshot-worker.ts): the build's body pack (else the tree), the
+ * previous release's snapshot to copy from, and the copy of catalog.sqlite made ahead.
+ */
+export interface SnapshotSources {
+  pack?: BodyPackFiles | null
+  previous?: PreviousSnapshot | null
+  catalogCopy?: string | null
+}
+
 async function writeSnapshotFrom(
   releaseDir: string,
   orderFile: string,
   pathOrderFile: string | Promise<string>,
   target: string,
   catalogSha256: string,
-  pack: BodyPackFiles | null,
-  previous: PreviousSnapshot | null,
+  { pack = null, previous = null, catalogCopy = null }: SnapshotSources,
   notReused: string | undefined,
-  catalogCopy: string | null,
 ): Promise<WrittenSnapshot> {
   const tmp = `${target}.tmp`
   rmSync(tmp, { force: true })
