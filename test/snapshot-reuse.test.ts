@@ -10,9 +10,10 @@ import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openDb } from '../build/db/sqlite.ts'
-import { readOrderLines } from '../build/release/body-order.ts'
+import { readOrderLines, removeBodyOrder, writeBodyOrder, writePathOrder } from '../build/release/body-order.ts'
 import { hashAhead, hashFile } from '../build/release/hash-file.ts'
-import { precedes, verifyPrevious } from '../build/release/snapshot.ts'
+import { collectNameChanges } from '../build/release/name-changes.ts'
+import { precedes, verifyPrevious, writeSnapshot } from '../build/release/snapshot.ts'
 import { addSodiumVersion, buildRelease, copySampleData, editSummary, readManifestOf, type BuiltRelease } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'snapshot-reuse-test-'))
@@ -28,9 +29,14 @@ const rebuild = (): Promise<BuiltRelease> => {
 /** The snapshot's SHA-256 from a full build of the same data into a dist of its own. */
 const fullSnapshot = async (): Promise<string> => (await buildRelease(data, path.join(root, `full-${++fullRuns}`))).pointer.snapshot!.sha256
 
-/** The build log's line on what the snapshot copied: [bodies copied, bodies, names copied, names], or null. */
+/**
+ * The build log's line on what the snapshot copied: [bodies copied, bodies, names copied, names], or
+ * null. The seal gives the snapshot the manifest's change list, so the names go by it.
+ */
 function reuse(): [number, number, number, number] | null {
-  const m = logs.map((l) => l.match(/(\d+) of (\d+) bodies and (\d+) of (\d+) names copied from the previous snapshot \(checked by the SHA-256 the build took ahead\)$/)).find((x) => x)
+  const m = logs
+    .map((l) => l.match(/(\d+) of (\d+) bodies and (\d+) of (\d+) names copied from the previous snapshot, the names by the change list \(checked by the SHA-256 the build took ahead\)$/))
+    .find((x) => x)
   return m ? [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])] : null
 }
 const notReused = (): string | undefined => logs.find((l) => l.includes('the previous snapshot was not reused: '))
@@ -117,6 +123,94 @@ describe("a rebuild's snapshot copied from the previous one", () => {
     const built = await rebuild()
     expect(notReused(), logs.join('\n')).toMatch(/no snapshot at .*snapshot-\d{8}\.sqlite$/)
     expect(built.pointer.snapshot!.sha256).toBe(await fullSnapshot())
+  })
+})
+
+describe('the names copied by the change list', () => {
+  it('gives the bytes of a full build, never sorts the path order, and falls back to it when the list and the previous snapshot do not add up', async () => {
+    const names = path.join(root, 'by-changes')
+    const own = copySampleData(names)
+    const first = await buildRelease(own, path.join(names, 'dist'))
+    editSummary(own, 'iris', 'Shaders, rendered fast: a summary the first release did not have.')
+    addSodiumVersion(own)
+    rmSync(path.join(own, 'projects', 'archipelago-survival'), { recursive: true })
+    const second = await buildRelease(own, path.join(names, 'dist'))
+    // The change list as the seal's manifest finds it: every API name added, changed or removed.
+    const before = readManifestOf(first.releaseDir)
+    const after = readManifestOf(second.releaseDir)
+    const changes = collectNameChanges()
+    for (const [name, entry] of after) {
+      const was = before.get(name)
+      if (!was) changes.add({ kind: 'A', entry: { path: name, ...entry } })
+      else if (was.sha256 !== entry.sha256) changes.add({ kind: 'C', entry: { path: name, ...entry } })
+    }
+    for (const name of before.keys()) if (!after.has(name)) changes.add({ kind: 'R', path: name })
+    changes.add({ kind: 'A', entry: { path: 'public/mirror/not-an-api-name.json', sha256: '0'.repeat(64), size: 1 } })
+    const list = changes.write(path.join(names, 'changes.tsv'))!
+    const lines = readFileSync(list, 'utf8').trim().split('\n')
+    expect(lines.some((l) => !l.includes('\t') && l.includes('archipelago-survival'))).toBe(true)
+    expect(lines.some((l) => l.includes('not-an-api-name'))).toBe(false)
+    expect([...lines].sort((a, b) => (precedes(a, b) ? -1 : 1))).toEqual(lines)
+
+    const bodyOrder = await writeBodyOrder(second.releaseDir)
+    const pathOrder = await writePathOrder(second.releaseDir)
+    let sorts = 0
+    const sortPathOrder = async (): Promise<string> => (sorts++, pathOrder)
+    const previous = { snapshot: snapshotFile(first), expected: { sha256: first.pointer.snapshot!.sha256, size: first.pointer.snapshot!.size } }
+    const write = (file: string, nameChanges: string | null) =>
+      writeSnapshot(second.releaseDir, bodyOrder, sortPathOrder, path.join(names, file), second.pointer.catalog.sha256, { previous, nameChanges })
+    try {
+      const byList = await write('by-list.sqlite', list)
+      expect(byList.sha256).toBe(second.pointer.snapshot!.sha256)
+      expect(byList).toMatchObject({ namesByChanges: true, paths: [...after.keys()].filter((n) => n.startsWith('public/api/')).length })
+      expect(byList.reusedPaths).toBe(byList.paths - lines.filter((l) => l.includes('\t')).length)
+      expect(byList.note).toMatch(/names copied from the previous snapshot, the names by the change list \(checked by its SHA-256, taken beside the copy\)$/)
+      expect(sorts).toBe(0)
+
+      // Without a list, the path order is asked for and merged with the previous snapshot's keys: the same bytes.
+      const byWalk = await write('by-walk.sqlite', null)
+      expect(byWalk).toMatchObject({ sha256: second.pointer.snapshot!.sha256, namesByChanges: false, reusedPaths: byList.reusedPaths })
+      expect(sorts).toBe(1)
+
+      // A list that leaves out an added name does not add up with the previous snapshot: written again from the bodies, right.
+      const added = lines.find((l) => l.includes('\t') && !before.has(l.slice(0, l.indexOf('\t'))))!
+      const short = path.join(names, 'short.tsv')
+      writeFileSync(short, lines.filter((l) => l !== added).map((l) => `${l}\n`).join(''))
+      const fallback = await write('fallback.sqlite', short)
+      expect(fallback.sha256).toBe(second.pointer.snapshot!.sha256)
+      expect(fallback.notReused).toBe(`${previous.snapshot} and the change list give ${byList.paths - 1} names, the release ${byList.paths}`)
+      expect(fallback.reusedPaths).toBe(0)
+      expect(existsSync(path.join(names, 'fallback.sqlite.tmp'))).toBe(false)
+
+      // A list that cannot be had fails the snapshot with why, and leaves no file behind.
+      const failing = writeSnapshot(second.releaseDir, bodyOrder, sortPathOrder, path.join(names, 'failed.sqlite'), second.pointer.catalog.sha256, {
+        previous,
+        nameChanges: Promise.reject(new Error('the manifest could not be written')),
+      })
+      await expect(failing).rejects.toThrow('the manifest could not be written')
+      expect(existsSync(path.join(names, 'failed.sqlite'))).toBe(false)
+      expect(existsSync(path.join(names, 'failed.sqlite.tmp'))).toBe(false)
+    } finally {
+      removeBodyOrder(bodyOrder)
+      removeBodyOrder(pathOrder)
+    }
+  })
+
+  it('is dropped past its limit, telling the seal at once so the path order can be sorted, and keeps only API names', () => {
+    let overflows = 0
+    const changes = collectNameChanges(() => overflows++, 2)
+    const entry = (name: string) => ({ kind: 'A' as const, entry: { path: name, sha256: '1'.repeat(64), size: 1 } })
+    changes.add(entry('public/mirror/changes/2.tsv.gz'))
+    changes.add(entry('public/api/v1/projects/b.json'))
+    changes.add({ kind: 'R', path: 'public/api/v1/projects/a.json' })
+    expect(overflows).toBe(0)
+    const file = path.join(root, 'limit.tsv')
+    expect(changes.write(file)).toBe(file)
+    expect(readFileSync(file, 'utf8')).toBe(`public/api/v1/projects/a.json\npublic/api/v1/projects/b.json\t${'1'.repeat(64)}\n`)
+    changes.add(entry('public/api/v1/projects/c.json'))
+    changes.add(entry('public/api/v1/projects/d.json'))
+    expect(overflows).toBe(1)
+    expect(changes.write(file)).toBeNull()
   })
 })
 

@@ -11,7 +11,7 @@ import { readPeakRssBytes } from '../cpu.ts'
 import type { PreviousArchive } from './archive.ts'
 import type { BodyPackFiles } from './body-pack.ts'
 import type { FileHash } from './hash-file.ts'
-import type { SnapshotSources } from './snapshot.ts'
+import { settle, type Later, type SnapshotSources } from './snapshot.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
 
 /** A file's SHA-256 and size (hash-file.ts FileHash) as a worker sends or takes it. */
@@ -34,32 +34,54 @@ const usageSchema = z.object({
 /** What a worker used, for the build's log, and the SHA-256 and size of what it wrote when it hashed it. */
 export type SealWorkerUsage = z.infer<typeof usageSchema>
 
-/** The snapshot worker's request for the path order, when it was started before the order was sorted (its argument `-`). */
-const pathOrderRequestSchema = z.object({ want: z.literal('pathOrder') })
-/** The answer to it: the sorted file, or why there is none. */
-const pathOrderAnswerSchema = z.union([z.object({ pathOrder: z.string().min(1) }), z.object({ pathOrderError: z.string() })])
+/**
+ * The files the snapshot worker asks the build for, when it was started before they were ready (its
+ * argument `-`): the path order (sorted only when asked for, or still being sorted) and the list of
+ * names changed since the previous release (written once the manifest is).
+ */
+const wantSchema = z.enum(['pathOrder', 'nameChanges'])
+type Want = z.infer<typeof wantSchema>
+const requestSchema = z.object({ want: wantSchema })
+/** The answer to it: the file (null: no change list), or why there is none. */
+const answerSchema = z.union([z.object({ want: wantSchema, file: z.string().min(1).nullable() }), z.object({ want: wantSchema, error: z.string() })])
+type Answer = z.infer<typeof answerSchema>
 
-/** The path-order argument of a snapshot worker whose path order comes by message (waitForPathOrder). */
-export const PATH_ORDER_BY_MESSAGE = '-'
+/** The argument (or the source's JSON field) of a file that comes by message (waitForPathOrder, waitForNameChanges). */
+export const BY_MESSAGE = '-'
+
+const labels: Record<Want, string> = { pathOrder: 'the path order', nameChanges: 'the change list' }
+const failures: Record<Want, string> = { pathOrder: 'the path order was not sorted', nameChanges: 'the change list was not written' }
 
 /**
- * In the snapshot worker: the path order the build sends once it is sorted. Asked for at once (the
- * listener is in place before the request goes out, so the answer cannot come first); a sort that
- * failed rejects with its message.
+ * In the snapshot worker: a file the build sends when it is ready. Asked for at once (the listener
+ * is in place before the request goes out, so the answer cannot come first); a file that could not
+ * be made rejects with why.
  */
-export function waitForPathOrder(): Promise<string> {
+function waitFor(want: Want): Promise<string | null> {
   return new Promise((resolve, reject) => {
     const listener = (message: unknown): void => {
-      const answer = pathOrderAnswerSchema.safeParse(message)
-      if (!answer.success) return
+      const answer = answerSchema.safeParse(message)
+      if (!answer.success || answer.data.want !== want) return
       process.off('message', listener)
-      if ('pathOrder' in answer.data) resolve(answer.data.pathOrder)
-      else reject(new Error(`the path order was not sorted: ${answer.data.pathOrderError}`))
+      if ('file' in answer.data) resolve(answer.data.file)
+      else reject(new Error(`${failures[want]}: ${answer.data.error}`))
     }
     process.on('message', listener)
-    if (!process.send) return reject(new Error('the path order comes by message, and this process has no channel to its parent'))
-    process.send({ want: 'pathOrder' } satisfies z.infer<typeof pathOrderRequestSchema>)
+    if (!process.send) return reject(new Error(`${labels[want]} comes by message, and this process has no channel to its parent`))
+    process.send({ want } satisfies z.infer<typeof requestSchema>)
   })
+}
+
+/** In the snapshot worker: the path order, asked for when it is needed (the build may sort it only then). */
+export async function waitForPathOrder(): Promise<string> {
+  const file = await waitFor('pathOrder')
+  if (file === null) throw new Error(`${failures.pathOrder}: the build sent none`)
+  return file
+}
+
+/** In the snapshot worker: the change list (null: none), asked for once the bodies are in. */
+export function waitForNameChanges(): Promise<string | null> {
+  return waitFor('nameChanges')
 }
 
 /**
@@ -84,38 +106,36 @@ export function writeArchiveInChild(
 export function writeSnapshotInChild(
   releaseDir: string,
   orderFile: string,
-  pathOrderFile: string | Promise<string>,
+  pathOrderFile: Later<string>,
   target: string,
   catalogSha256: string,
-  { pack = null, previous = null, catalogCopy = null }: SnapshotSources = {},
+  { pack = null, previous = null, catalogCopy = null, nameChanges = null }: SnapshotSources = {},
 ): Promise<SealWorkerUsage> {
-  // A path order still being sorted is sent when the worker asks for it, once its bodies are in.
-  const byMessage = typeof pathOrderFile !== 'string'
-  // Its failure is answered to the worker when it asks, not left unhandled meanwhile.
-  if (byMessage) pathOrderFile.catch(() => {})
-  const args = [releaseDir, orderFile, byMessage ? PATH_ORDER_BY_MESSAGE : pathOrderFile, target, catalogSha256, JSON.stringify({ pack, previous, catalogCopy })]
-  const answer = byMessage
-    ? (send: (message: z.infer<typeof pathOrderAnswerSchema>) => void): void => {
-        pathOrderFile.then(
-          (file) => send({ pathOrder: file }),
-          (err: unknown) => send({ pathOrderError: err instanceof Error ? err.message : String(err) }),
-        )
-      }
-    : undefined
+  // A file not ready yet (or made only when asked for) is sent when the worker asks for it, once its bodies are in.
+  const later: Partial<Record<Want, () => Promise<string | null>>> = {}
+  if (typeof pathOrderFile !== 'string') later.pathOrder = () => settle(pathOrderFile)
+  if (nameChanges !== null && typeof nameChanges !== 'string') later.nameChanges = () => settle(nameChanges)
+  // A promise's failure is answered to the worker when it asks, not left unhandled meanwhile.
+  for (const file of [pathOrderFile, nameChanges]) if (file instanceof Promise) file.catch(() => {})
+  const sources = { pack, previous, catalogCopy, nameChanges: later.nameChanges ? BY_MESSAGE : nameChanges }
+  const args = [releaseDir, orderFile, later.pathOrder ? BY_MESSAGE : (pathOrderFile as string), target, catalogSha256, JSON.stringify(sources)]
+  const answer = (want: Want, send: (message: Answer) => void): void => {
+    const file = later[want]
+    if (!file) return send({ want, error: `the worker was given it as an argument` })
+    file().then(
+      (f) => send({ want, file: f }),
+      (err: unknown) => send({ want, error: err instanceof Error ? err.message : String(err) }),
+    )
+  }
   return runSealWorker(new URL('./snapshot-worker.ts', import.meta.url), args, `snapshot worker exited (%s); BUILD_SNAPSHOT_WORKER=0 writes the snapshot in the build's own process`, answer)
 }
 
 /**
  * Runs a seal worker to its end; `failure` (with %s for the exit code or signal) heads the error,
- * followed by the tail of its stderr. `answerPathOrder` answers the snapshot worker's request for
- * the path order (waitForPathOrder).
+ * followed by the tail of its stderr. `answer` answers the snapshot worker's requests for the files
+ * it is sent later (waitForPathOrder, waitForNameChanges).
  */
-function runSealWorker(
-  entry: URL,
-  args: string[],
-  failure: string,
-  answerPathOrder?: (send: (message: z.infer<typeof pathOrderAnswerSchema>) => void) => void,
-): Promise<SealWorkerUsage> {
+function runSealWorker(entry: URL, args: string[], failure: string, answer?: (want: Want, send: (message: Answer) => void) => void): Promise<SealWorkerUsage> {
   const child = spawnBuildWorker(entry, ['--', ...args], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
   let stderr = ''
   let usage: SealWorkerUsage = { maxRss: 0, cpuSeconds: 0 }
@@ -124,10 +144,11 @@ function runSealWorker(
     stderr = (stderr + d.toString()).slice(-4000)
   })
   child.on('message', (message) => {
-    if (pathOrderRequestSchema.safeParse(message).success) {
+    const request = requestSchema.safeParse(message)
+    if (request.success) {
       // A worker gone meanwhile needs no answer (its exit says why).
-      answerPathOrder?.((answer) => {
-        if (child.connected) child.send(answer)
+      answer?.(request.data.want, (reply) => {
+        if (child.connected) child.send(reply)
       })
       return
     }

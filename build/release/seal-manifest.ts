@@ -10,7 +10,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestIndex, type ShardRef } from './formats.ts'
-import { addCounts, changeFile, diffShardBytes, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardBytes, shardFile, SHARD_TEXT_DIR } from './manifest.ts'
+import { addCounts, changeFile, type Change, diffShardBytes, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardBytes, shardFile, SHARD_TEXT_DIR } from './manifest.ts'
 import { carryShardMembers, gzipShardReusing, shardMembersFile } from './shard-gzip.ts'
 import { linkOrCopy, RAW_SHARDS_DIR } from './writer.ts'
 
@@ -28,7 +28,8 @@ export interface SealedManifest {
  * Writes the manifest shards, index and change file of a release; removes the raw shards. Yields to
  * the event loop after each shard (a fifth of a second at the large catalog), so the seal can start
  * its worker processes as their inputs become ready. `onShard` is given each shard's text as bytes
- * (its sorted lines; a recycled tree is reconciled with them, recycle.ts), and awaited.
+ * (its sorted lines; a recycled tree is reconciled with them, recycle.ts), and awaited; `onChange`
+ * each change against the previous release (the snapshot's list of changed names, name-changes.ts).
  *
  * A shard's text is encoded once, and the shards it is compared with are never decoded
  * (diffShardBytes): they are read from their plain copies, which each release keeps beside it
@@ -39,6 +40,7 @@ export async function writeManifest(
   previousDir: string | null,
   release: { serial: number; id: string },
   onShard?: (index: number, sha256: string, bytes: Buffer) => void | Promise<void>,
+  onChange?: (change: Change) => void,
 ): Promise<SealedManifest> {
   const previous = previousDir ? readIndex(previousDir) : null
   mkdirSync(path.join(releaseDir, path.dirname(shardFile('x'))), { recursive: true })
@@ -94,7 +96,13 @@ export async function writeManifest(
     members.damaged += packed.damaged
     shards.push({ shard, sha256, files: lines.length, size: packed.gz.length })
     const changes: string[] = []
-    addCounts(counts, diffShardBytes(old, bytes, (c) => changes.push(formatChange(c))))
+    addCounts(
+      counts,
+      diffShardBytes(old, bytes, (c) => {
+        changes.push(formatChange(c))
+        onChange?.(c)
+      }),
+    )
     if (changes.length > 0) {
       // Gzip members concatenated are one valid gzip stream: a shard's changes never wait in memory.
       const changeText = changes.join('')

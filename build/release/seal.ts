@@ -22,6 +22,7 @@ import { hashFile, type FileHash, type HashedAhead } from './hash-file.ts'
 import { addCounts, hashBytes, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
 import { createReconciler, type RecycledTree } from './recycle.ts'
+import { collectNameChanges, NAME_CHANGES_FILE } from './name-changes.ts'
 import { writeManifest } from './seal-manifest.ts'
 import { writeArchiveInChild, writeSnapshotInChild, type SealWorkerUsage } from './seal-child.ts'
 import { writeSnapshot, type PreviousSnapshot } from './snapshot.ts'
@@ -107,15 +108,29 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   // at once, the two held both workers back until both were done: bench/results/BUILD-PROFILE.md,
   // Session 38).
   const bodyOrder = extrasWanted ? writeBodyOrder(releaseDir) : Promise.resolve(null)
-  const pathOrder = input.options.snapshot ? bodyOrder.then(() => writePathOrder(releaseDir)) : Promise.resolve(null)
+  // The path order is sorted only when the snapshot needs it: at once without a previous snapshot
+  // (every name goes in), else only if the manifest finds too many names changed to copy the
+  // previous snapshot's by the change list (or the snapshot cannot copy from it after all).
+  let pathOrderSort: Promise<string> | null = null
+  const pathOrder = (): Promise<string> => (pathOrderSort ??= bodyOrder.then(() => writePathOrder(releaseDir)))
+  const wantNameChanges = input.options.snapshot && previousSnapshot !== null
+  if (input.options.snapshot && !wantNameChanges) pathOrder().catch(() => {})
+  const nameChanges = wantNameChanges ? collectNameChanges(() => pathOrder().catch(() => {})) : null
+  // The change list, once the manifest is written (null: none); rejected when the manifest fails.
+  let nameChangesWritten!: (file: string | null) => void
+  let nameChangesFailed!: (err: unknown) => void
+  const nameChangesFile = new Promise<string | null>((resolve, reject) => {
+    nameChangesWritten = resolve
+    nameChangesFailed = reject
+  })
+  nameChangesFile.catch(() => {})
   const orders = Promise.all([bodyOrder, extrasWanted && hasBodyPack(releaseDir) ? sortBodyPack(releaseDir).then((pack) => ({ ...pack, elsewhere })) : null])
   // Awaited below; a failure surfaces there, not as an unhandled rejection meanwhile.
   orders.catch(() => {})
-  pathOrder.catch(() => {})
   // Each part starts as soon as what it reads is ready, beside the others: the manifest on this
   // thread (a shard at a time), the archive in a worker process once the body order is sorted, the
   // snapshot in another once the catalog (compacted during the render) is hashed too (and it is
-  // sent the path order when that is sorted).
+  // sent the change list or the path order when its bodies are in and it asks for them).
   const catalogTask = (async (): Promise<FileRef> => {
     let known: FileHash | undefined
     if (input.catalogReady) {
@@ -132,8 +147,10 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     const reconciler = input.recycled ? createReconciler(releaseDir, input.recycled.tree, input.recycled.storeDir) : null
     let sealed: Awaited<ReturnType<typeof writeManifest>>
     try {
-      sealed = await writeManifest(releaseDir, previousDir, { serial, id }, reconciler?.shard)
+      sealed = await writeManifest(releaseDir, previousDir, { serial, id }, reconciler?.shard, nameChanges ? (c) => nameChanges.add(c) : undefined)
+      nameChangesWritten(nameChanges ? nameChanges.write(path.join(releaseDir, NAME_CHANGES_FILE)) : null)
     } catch (err) {
+      nameChangesFailed(err)
       // Nothing may still be linking into a release folder being removed.
       await reconciler?.close()
       throw err
@@ -155,9 +172,6 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   const snapshotTask = (async (): Promise<FileRef | null> => {
     if (!input.options.snapshot) return null
     const [[bodyOrder, pack], catalog, hashed, catalogCopy] = await Promise.all([orders, catalogTask, input.previousSnapshotHashed ?? null, input.catalogCopy ?? null])
-    // Still being sorted, most likely: the snapshot takes it once its bodies are in.
-    const paths = pathOrder.then((file) => file!)
-    paths.catch(() => {})
     const name = `${MIRROR_DIR}/snapshot-${id}.sqlite`
     const target = path.join(releaseDir, name)
     // The previous release's snapshot: the bodies and names it already holds are copied, not inserted again.
@@ -166,8 +180,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     // Hashed by writeSnapshot beside its check; the size is checked again by seal().
     const written = await writeExtra(
       'snapshot',
-      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, paths, target, catalog.sha256, { pack, previous, catalogCopy }) : null,
-      () => writeSnapshot(releaseDir, bodyOrder!, paths, target, catalog.sha256, { pack, previous, catalogCopy }),
+      input.options.snapshotWorker ? () => writeSnapshotInChild(releaseDir, bodyOrder!, pathOrder, target, catalog.sha256, { pack, previous, catalogCopy, nameChanges: nameChangesFile }) : null,
+      () => writeSnapshot(releaseDir, bodyOrder!, pathOrder, target, catalog.sha256, { pack, previous, catalogCopy, nameChanges: nameChangesFile }),
     )
     const ref = await seal(name, before?.snapshot, written)
     input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
@@ -198,9 +212,10 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
     for (const r of await Promise.allSettled([manifestTask, catalogTask, snapshotTask, archiveTask])) if (r.status === 'rejected') throw r.reason
   } finally {
     const b = await bodyOrder.catch(() => null)
-    const p = await pathOrder.catch(() => null)
+    const p = pathOrderSort ? await (pathOrderSort as Promise<string>).catch(() => null) : null
     if (b) removeBodyOrder(b)
     if (p) removeBodyOrder(p)
+    rmSync(path.join(releaseDir, NAME_CHANGES_FILE), { force: true })
     removeBodyPack(releaseDir)
     // Taken by the snapshot, unless it failed (or was not written) first.
     const copy = await input.catalogCopy?.catch(() => null)

@@ -8,7 +8,7 @@
  */
 import { z } from 'zod'
 import { bodyPackFilesSchema } from './body-pack.ts'
-import { fileHashSchema, hashedAheadSchema, PATH_ORDER_BY_MESSAGE, runAsSealWorker, waitForPathOrder } from './seal-child.ts'
+import { fileHashSchema, hashedAheadSchema, BY_MESSAGE, runAsSealWorker, waitForNameChanges, waitForPathOrder } from './seal-child.ts'
 import { writeSnapshot } from './snapshot.ts'
 
 const arg = z.string().min(1)
@@ -17,11 +17,13 @@ const extraSchema = z.object({
   pack: bodyPackFilesSchema.nullable(),
   previous: z.object({ snapshot: arg, expected: fileHashSchema, hashed: hashedAheadSchema.nullable().optional() }).nullable(),
   catalogCopy: arg.nullable(),
+  // The names changed since the previous release (or null); `-`: sent by message once the manifest is written.
+  nameChanges: arg.nullable().optional(),
 })
 const argsSchema = z.tuple([arg, arg, arg, arg, arg, z.string().transform((s) => extraSchema.parse(JSON.parse(s)))])
 
 const [releaseDir, orderFile, pathOrderFile, target, catalogSha256, sources] = argsSchema.parse(process.argv.slice(2).filter((a) => a !== '--'))
-// `-`: the path order is still being sorted, and comes by message when the bodies are in.
-const pathOrder = pathOrderFile === PATH_ORDER_BY_MESSAGE ? waitForPathOrder() : pathOrderFile
-if (typeof pathOrder !== 'string') pathOrder.catch(() => {})
-await runAsSealWorker('snapshot worker', () => writeSnapshot(releaseDir, orderFile, pathOrder, target, catalogSha256, sources))
+// `-`: asked for by message when the bodies are in (the path order may be sorted only then, and only if the change list is not used).
+const pathOrder = pathOrderFile === BY_MESSAGE ? waitForPathOrder : pathOrderFile
+const nameChanges = sources.nameChanges === BY_MESSAGE ? waitForNameChanges : (sources.nameChanges ?? null)
+await runAsSealWorker('snapshot worker', () => writeSnapshot(releaseDir, orderFile, pathOrder, target, catalogSha256, { ...sources, nameChanges }))

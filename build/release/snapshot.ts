@@ -12,7 +12,11 @@
  *
  * A rebuild copies from the previous release's snapshot every body it still has and every run of
  * names that kept their body, with `INSERT … SELECT` inside SQLite (no row passes through this
- * thread), and inserts only the rest: the rows go in in the same order either way, and SQLite lays
+ * thread), and inserts only the rest. The names go by the manifest's change list when the seal has
+ * one (the names added, changed and removed since the previous release, sorted by name): the runs
+ * between two changed names are copied whole, without walking the previous snapshot's five million
+ * keys or sorting the release's names at all (the path order); else by a merge of the path order
+ * with the previous snapshot's keys. Either way the rows go in in the same order either way, and SQLite lays
  * out a table filled in key order by what is inserted, not by where it came from, so the file is the
  * same bytes as one written from the bodies alone (test/snapshot-reuse.test.ts). At the large
  * catalog a rebuild's snapshot took 22–35 s alone instead of about 60 (bench/results/BUILD-PROFILE.md,
@@ -82,6 +86,8 @@ export interface WrittenSnapshot extends FileHash {
   /** Names in the snapshot, and of those copied from the previous snapshot. */
   paths: number
   reusedPaths: number
+  /** The names were copied by the change list (runs between changed names), not by walking the previous snapshot's keys. */
+  namesByChanges: boolean
   /** The previous snapshot's bytes were vouched for by the SHA-256 the build took ahead (not hashed again). */
   hashedAhead: boolean
   /** Its catalog pages came from the copy the build made during the render (not copied in the seal). */
@@ -107,11 +113,32 @@ async function checkSnapshot(db: Db): Promise<void> {
 /** The previous snapshot's bytes were not those its release gives: what was copied from it is thrown away. */
 class PreviousSnapshotChanged extends Error {}
 
+/** The names could not be had (the path order not sorted, the change list not written): the snapshot fails whatever it is written from. */
+class NamesUnavailable extends Error {}
+
+/** A file given now, when it is ready, or when asked for (a sort started only when it is needed). */
+export type Later<T> = T | Promise<T> | (() => Promise<T>)
+
+/** The file of a Later, once it is there. */
+export function settle<T>(later: Later<T>): Promise<T> {
+  return typeof later === 'function' ? (later as () => Promise<T>)() : Promise.resolve(later)
+}
+
+/** Awaits a file the names are read from; its failure is the snapshot's (NamesUnavailable), never a reason to write it again from scratch. */
+async function namesFrom<T>(later: Later<T>): Promise<T> {
+  try {
+    return await settle(later)
+  } catch (err) {
+    throw new NamesUnavailable((err as Error).message)
+  }
+}
+
 /**
  * Writes `target` from the release's catalog.sqlite (of SHA-256 `catalogSha256`; `sources.catalogCopy`, when
  * given, is a copy of it made ahead, taken instead of copying it again), the body order
  * `orderFile` and the same names sorted by name, `pathOrderFile` (body-order.ts; given as a promise
- * when it is still being sorted: the bodies go in first, and only the names wait for it), reading the
+ * when it is still being sorted, or as a function that starts the sort: the bodies go in first, and
+ * only the names wait for it, and only when they are not taken from `sources.nameChanges`), reading the
  * bodies from `sources.pack` (the build's body pack) or, when null, the release's tree, and copying
  * what `sources.previous` already holds. Returns the written file's SHA-256 and size: hashed while quick_check
  * reads it (the file's bytes are final once the transaction commits; the check only reads), so the
@@ -120,20 +147,22 @@ class PreviousSnapshotChanged extends Error {}
 export async function writeSnapshot(
   releaseDir: string,
   orderFile: string,
-  pathOrderFile: string | Promise<string>,
+  pathOrderFile: Later<string>,
   target: string,
   catalogSha256: string,
-  { pack = null, previous = null, catalogCopy = null }: SnapshotSources = {},
+  { pack = null, previous = null, catalogCopy = null, nameChanges = null }: SnapshotSources = {},
 ): Promise<WrittenSnapshot> {
+  // Files still coming are awaited once the bodies are in; a failure meanwhile is not an unhandled rejection.
+  for (const later of [pathOrderFile, nameChanges]) if (later instanceof Promise) later.catch(() => {})
   const write = (from: PreviousSnapshot | null, notReused?: string): Promise<WrittenSnapshot> =>
-    writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, { pack, previous: from, catalogCopy }, notReused)
+    writeSnapshotFrom(releaseDir, orderFile, pathOrderFile, target, catalogSha256, { pack, previous: from, catalogCopy, nameChanges }, notReused)
   const unusable = previous ? checkPrevious(previous) : null
   if (!previous || unusable) return write(null, unusable ?? undefined)
   try {
     return await write(previous)
   } catch (err) {
-    // A path order that could not be sorted fails the snapshot whatever it is written from (rejects here).
-    await pathOrderFile
+    // Names that could not be had fail the snapshot whatever it is written from.
+    if (err instanceof NamesUnavailable) throw err
     // A previous snapshot whose bytes changed, or that SQLite could not read: the copy is gone
     // (writeSnapshotFrom removes it) and the snapshot is written from the bodies alone. A fault of
     // its own (an order file missing, the disk full) fails that write too.
@@ -144,21 +173,24 @@ export async function writeSnapshot(
 /**
  * Where a snapshot's parts come from beyond the release folder (all optional; the snapshot worker
  * takes them as one JSON argument, snapshot-worker.ts): the build's body pack (else the tree), the
- * previous release's snapshot to copy from, and the copy of catalog.sqlite made ahead.
+ * previous release's snapshot to copy from, the copy of catalog.sqlite made ahead, and the names
+ * changed since the previous release (writeNameChanges, name-changes.ts; null: none known, or too
+ * many to be worth it), taken only with the previous snapshot.
  */
 export interface SnapshotSources {
   pack?: BodyPackFiles | null
   previous?: PreviousSnapshot | null
   catalogCopy?: string | null
+  nameChanges?: Later<string | null>
 }
 
 async function writeSnapshotFrom(
   releaseDir: string,
   orderFile: string,
-  pathOrderFile: string | Promise<string>,
+  pathOrderFile: Later<string>,
   target: string,
   catalogSha256: string,
-  { pack = null, previous = null, catalogCopy = null }: SnapshotSources,
+  { pack = null, previous = null, catalogCopy = null, nameChanges = null }: SnapshotSources,
   notReused: string | undefined,
 ): Promise<WrittenSnapshot> {
   const tmp = `${target}.tmp`
@@ -201,8 +233,17 @@ async function writeSnapshotFrom(
       }
     }
     const bodies = await insertBodies(db, walker, releaseDir, orderFile, pack)
-    // The path order may still be being sorted (the seal sorts the body order first): awaited only now.
-    const paths = await insertPaths(db, walker, await pathOrderFile)
+    // Beside the previous snapshot, by the change list when the seal has one (asked for only now: the
+    // manifest makes it); else by the path order, which may still be being sorted, or not yet started.
+    const changes = walker ? await namesFrom(nameChanges) : null
+    let paths: { total: number; reused: number }
+    if (changes !== null) {
+      paths = await insertPathsByChanges(db, changes)
+      // The runs copied whole are the previous snapshot's: they and the changes must make every name of the release.
+      if (paths.total !== bodies.names) {
+        throw new PreviousSnapshotChanged(`${previous!.snapshot} and the change list give ${paths.total} names, the release ${bodies.names}`)
+      }
+    } else paths = await insertPaths(db, walker, await namesFrom(pathOrderFile))
     const changed = await verified
     if (changed) throw new PreviousSnapshotChanged(changed)
     // The hash taken ahead vouches for the bytes only if nothing wrote the file while it was copied.
@@ -216,7 +257,7 @@ async function writeSnapshotFrom(
       walker = null
     }
     const [hashed] = await Promise.all([hashFile(tmp), checkSnapshot(db)])
-    written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, hashedAhead, catalogAhead, notReused, note: '' }
+    written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, namesByChanges: changes !== null, hashedAhead, catalogAhead, notReused, note: '' }
     written.note = describeReuse(written, previous !== null)
   } catch (err) {
     await walker?.close().catch(() => {})
@@ -243,7 +284,8 @@ function describeReuse(w: WrittenSnapshot, hadPrevious: boolean): string {
   if (w.notReused) return `${catalog}; the previous snapshot was not reused: ${w.notReused}`
   if (!hadPrevious) return `${catalog}; no previous snapshot: ${w.bodies} bodies and ${w.paths} names inserted`
   const checked = w.hashedAhead ? 'by the SHA-256 the build took ahead' : 'by its SHA-256, taken beside the copy'
-  return `${catalog}; ${w.reusedBodies} of ${w.bodies} bodies and ${w.reusedPaths} of ${w.paths} names copied from the previous snapshot (checked ${checked})`
+  const by = w.namesByChanges ? ', the names by the change list' : ''
+  return `${catalog}; ${w.reusedBodies} of ${w.bodies} bodies and ${w.reusedPaths} of ${w.paths} names copied from the previous snapshot${by} (checked ${checked})`
 }
 
 /**
@@ -396,7 +438,7 @@ function createAppender<R>(db: Db, copy: (first: string, last: string) => string
  * the previous snapshot where it has the body (`walker` reads that snapshot; null: none), else read
  * from the pack or the tree.
  */
-async function insertBodies(db: Db, walker: Db | null, releaseDir: string, orderFile: string, pack: BodyPackFiles | null): Promise<{ total: number; reused: number }> {
+async function insertBodies(db: Db, walker: Db | null, releaseDir: string, orderFile: string, pack: BodyPackFiles | null): Promise<{ total: number; reused: number; names: number }> {
   const reader = openBodyReader(releaseDir, pack)
   const prev = walker
     ? walkPages(walker, `SELECT group_concat(sha256, char(10)) AS page, max(sha256) AS last FROM (SELECT sha256 FROM static_bodies WHERE sha256 > ? ORDER BY sha256 LIMIT ?)`)
@@ -417,9 +459,11 @@ async function insertBodies(db: Db, walker: Db | null, releaseDir: string, order
   )
   let total = 0
   let reused = 0
+  let names = 0
   let lastSha = ''
   try {
     for await (const { lines } of readOrderLines(orderFile)) {
+      names += lines.length
       for (const line of lines) {
         // name \t sha256 \t size; the names of one body are adjacent.
         const tab = line.indexOf('\t')
@@ -447,7 +491,7 @@ async function insertBodies(db: Db, walker: Db | null, releaseDir: string, order
   } finally {
     await reader.close()
   }
-  return { total, reused }
+  return { total, reused, names }
 }
 
 /**
@@ -517,4 +561,38 @@ async function insertPaths(db: Db, walker: Db | null, pathOrderFile: string): Pr
   }
   await out.finish()
   return { total, reused }
+}
+
+/**
+ * Every API name into static_paths, in name order, from the previous snapshot and the change list
+ * `changesFile` (name-changes.ts: a line per name added, changed or removed since the previous
+ * release, sorted by name; `name \t sha256`, or the name alone when it was removed): the run of the
+ * previous snapshot's names between two changed names is copied whole, and each changed name goes in
+ * with its new body. The rows go in in the order insertPaths gives them. Returns how many names went
+ * in, counted by SQLite (the caller checks them against the release's), and of those copied.
+ */
+async function insertPathsByChanges(db: Db, changesFile: string): Promise<{ total: number; reused: number }> {
+  const count = async (): Promise<number> => (await db.get<{ n: number }>(`SELECT total_changes() AS n`))!.n
+  const before = await count()
+  const copy = (after: string, until: string | null): string =>
+    `INSERT INTO static_paths (path, sha256) SELECT path, sha256 FROM previous.static_paths WHERE path > ${sqlText(after)}${until === null ? '' : ` AND path < ${sqlText(until)}`} ORDER BY path`
+  let after = ''
+  let inserted = 0
+  for await (const { lines } of readOrderLines(changesFile)) {
+    const script: string[] = []
+    for (const line of lines) {
+      const tab = line.indexOf('\t')
+      const name = tab < 0 ? line : line.slice(0, tab)
+      script.push(copy(after, name))
+      if (tab >= 0) {
+        script.push(`INSERT INTO static_paths (path, sha256) VALUES (${sqlText(name)}, ${sqlText(line.slice(tab + 1))})`)
+        inserted++
+      }
+      after = name
+    }
+    await db.exec(script.join(';\n'))
+  }
+  await db.exec(copy(after, null))
+  const total = (await count()) - before
+  return { total, reused: total - inserted }
 }
