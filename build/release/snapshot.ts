@@ -16,7 +16,7 @@
  * one (the names added, changed and removed since the previous release, sorted by name): the runs
  * between two changed names are copied whole, without walking the previous snapshot's five million
  * keys or sorting the release's names at all (the path order); else by a merge of the path order
- * with the previous snapshot's keys. Either way the rows go in in the same order either way, and SQLite lays
+ * with the previous snapshot's keys. Either way the rows go in in the same order, and SQLite lays
  * out a table filled in key order by what is inserted, not by where it came from, so the file is the
  * same bytes as one written from the bodies alone (test/snapshot-reuse.test.ts). At the large
  * catalog a rebuild's snapshot took 22–35 s alone instead of about 60 (bench/results/BUILD-PROFILE.md,
@@ -174,7 +174,7 @@ export async function writeSnapshot(
  * Where a snapshot's parts come from beyond the release folder (all optional; the snapshot worker
  * takes them as one JSON argument, snapshot-worker.ts): the build's body pack (else the tree), the
  * previous release's snapshot to copy from, the copy of catalog.sqlite made ahead, and the names
- * changed since the previous release (writeNameChanges, name-changes.ts; null: none known, or too
+ * changed since the previous release (collectNameChanges, name-changes.ts; null: none known, or too
  * many to be worth it), taken only with the previous snapshot.
  */
 export interface SnapshotSources {
