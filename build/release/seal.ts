@@ -96,16 +96,17 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
   const cpu = process.cpuUsage()
   mkdirSync(path.join(releaseDir, MIRROR_DIR), { recursive: true })
   const catalogName = `${MIRROR_DIR}/catalog.sqlite`
-  // The two sorts of manifest.tsv for the snapshot and the archive (body-order.ts) run as child
-  // processes, one after the other, while this thread writes the mirror manifest; the body pack's
-  // index is sorted beside them, when the build wrote one (body-pack.ts).
+  // The sorts of manifest.tsv for the snapshot and the archive (body-order.ts) run as child
+  // processes while this thread writes the mirror manifest: the body order, then the path order
+  // when the snapshot needs it (below); the body pack's index is sorted beside them, when the build
+  // wrote one (body-pack.ts).
   const extrasWanted = input.options.snapshot || input.options.archive
   const previousSnapshot = previousDir && before?.snapshot ? path.join(previousDir, 'public', before.snapshot.path) : null
   // A body the pack left out (the live release's, named unread by the render) is read from the previous snapshot or the store.
   const elsewhere = { snapshot: previousSnapshot, store: input.storeDir ?? input.recycled?.storeDir ?? null }
   // The body order first, alone on both cores: the archive and the snapshot's bodies start from it,
-  // and the path order, sorted after it, is needed only once the snapshot's bodies are in (sorted
-  // at once, the two held both workers back until both were done: bench/results/BUILD-PROFILE.md,
+  // and the snapshot's names wait for their own source only once its bodies are in (the two orders
+  // sorted at once held both workers back until both were done: bench/results/BUILD-PROFILE.md,
   // Session 38).
   const bodyOrder = extrasWanted ? writeBodyOrder(releaseDir) : Promise.resolve(null)
   // The path order is sorted only when the snapshot needs it: at once without a previous snapshot
