@@ -3,11 +3,11 @@
  * connection once the first has two in flight, so a queue of SQLite work runs on more than one
  * thread; on a real SQLite file and through the real server.
  */
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs'
+import { mkdtempSync, realpathSync, rmSync, statSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { createDbPool, openDb, type Db, type SqlParams } from '../build/db/sqlite.ts'
+import { createDbPool, keepingStatements, openDb, type Db, type SqlParams } from '../build/db/sqlite.ts'
 import { resolveShimOptions, shimDefaults, threadPoolWarning } from '../shim/config.ts'
 import { expectSameAnswersAtOnce, startServer, type TestServer } from './harness.ts'
 
@@ -258,5 +258,47 @@ describe('openDb statementCache', () => {
     await expect(db.all(`SELECT sq FROM n WHERE i = ?`, [1, 2, 3])).rejects.toThrow(/SQLITE_RANGE/)
     expect(await db.all(`SELECT sq FROM n WHERE i = ?`, [3])).toEqual([{ sq: 9 }])
     await db.close()
+  })
+})
+
+describe('keepingStatements', () => {
+  let dir: string
+  beforeAll(() => {
+    dir = mkdtempSync(path.join(realpathSync(os.tmpdir()), 'kept-'))
+  })
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  /** Keeps this thread busy (no turn of the event loop) until `file` is larger than `size` or `ms` have passed: whether it grew. */
+  function busyUntilGrown(file: string, size: number, ms: number): boolean {
+    const end = Date.now() + ms
+    while (Date.now() < end) if (statSync(file).size > size) return true
+    return false
+  }
+
+  it('runs a kept statement while this thread is busy, where Database#all waits for this thread to run it', async () => {
+    const file = path.join(dir, 'grow.sqlite')
+    const db = await openDb(file)
+    await db.exec(`CREATE TABLE blobs (k INTEGER PRIMARY KEY, b BLOB NOT NULL)`)
+    // Each insert adds 1 MB to the file: seen from this thread by stat, without a turn of its event loop.
+    const insert = `INSERT INTO blobs (b) VALUES (zeroblob(?)) RETURNING k`
+    const reads = keepingStatements(db, 2)
+    expect(await reads.all(insert, [1 << 20])).toEqual([{ k: 1 }])
+    let size = statSync(file).size
+    const kept = reads.all(insert, [1 << 20])
+    expect(busyUntilGrown(file, size, 20_000)).toBe(true)
+    expect(await kept).toEqual([{ k: 2 }])
+    // Database#all prepares the statement on SQLite's thread, and runs it once this thread hears it is prepared.
+    size = statSync(file).size
+    const plain = db.all(insert, [1 << 20])
+    expect(busyUntilGrown(file, size, 1_000)).toBe(false)
+    expect(await plain).toEqual([{ k: 3 }])
+    expect(statSync(file).size).toBeGreaterThan(size)
+    // release finalizes the kept statements and leaves the connection open; close closes it.
+    await reads.release()
+    expect(await db.all(`SELECT count(*) AS n, sum(length(b)) AS bytes FROM blobs`)).toEqual([{ n: 3, bytes: 3 << 20 }])
+    const again = keepingStatements(db, 1)
+    expect(await again.all(`SELECT k FROM blobs WHERE k > ? ORDER BY k`, [1])).toEqual([{ k: 2 }, { k: 3 }])
+    await again.close()
+    await expect(db.all(`SELECT 1`)).rejects.toThrow(/SQLITE_MISUSE|closed/)
   })
 })

@@ -56,6 +56,29 @@ export function openDb(file: string, options: OpenDbOptions = {}): Promise<Db> {
   })
 }
 
+/**
+ * `db` with its `all` run on statements prepared once and kept (as openDb's `statementCache` does),
+ * for a pass of paged reads on a connection opened without them; `release` finalizes them and leaves
+ * the connection open (`close` does both). node-sqlite3's `Database#all` prepares on SQLite's
+ * thread and runs the statement only once this thread has had a turn to hear that it is prepared:
+ * a page asked for ahead while this thread renders the last one was prepared, then waited for the
+ * render to end before it ran. At the large catalog the versions' pass of the render waited 8.6 s
+ * of its 15.4 for its pages that way (bench/results/BUILD-PROFILE.md, Session 40). A kept
+ * statement runs as soon as it is asked.
+ */
+export function keepingStatements(db: Db, limit: number): Db & { release(): Promise<void> } {
+  const kept = keptStatements(db.raw, limit)
+  return {
+    ...db,
+    all: <T>(sql: string, params?: SqlParams) => kept.all<T>(sql, params),
+    release: () => kept.finalizeAll(),
+    close: async () => {
+      await kept.finalizeAll()
+      await db.close()
+    },
+  }
+}
+
 function args(params?: SqlParams): unknown[] {
   return params === undefined ? [] : [params]
 }
@@ -106,6 +129,8 @@ function wrapDb(raw: sqlite3.Database, file: string, statementCache: number): Db
  */
 function keptStatements(raw: sqlite3.Database, limit: number) {
   const statements = new Map<string, Promise<sqlite3.Statement>>()
+  // Each statement once prepared: a call to it is queued at once, not a microtask later.
+  const prepared = new WeakMap<Promise<sqlite3.Statement>, sqlite3.Statement>()
   const finalize = (stmt: sqlite3.Statement): Promise<void> => new Promise((resolve) => stmt.finalize(() => resolve()))
   const prepare = (sql: string): Promise<sqlite3.Statement> =>
     new Promise((resolve, reject) => {
@@ -121,9 +146,12 @@ function keptStatements(raw: sqlite3.Database, limit: number) {
     }
     const made = prepare(sql)
     statements.set(sql, made)
-    made.catch(() => {
-      if (statements.get(sql) === made) statements.delete(sql)
-    })
+    made.then(
+      (stmt) => void prepared.set(made, stmt),
+      () => {
+        if (statements.get(sql) === made) statements.delete(sql)
+      },
+    )
     if (statements.size > limit) {
       const [oldest, old] = statements.entries().next().value as [string, Promise<sqlite3.Statement>]
       statements.delete(oldest)
@@ -132,11 +160,14 @@ function keptStatements(raw: sqlite3.Database, limit: number) {
     return made
   }
   return {
-    async all<T>(sql: string, params: SqlParams | undefined): Promise<T[]> {
-      const stmt = await statement(sql)
-      return new Promise<T[]>((resolve, reject) => {
-        stmt.all(...args(params), (err: Error | null, rows: T[]) => (err ? reject(err) : resolve(rows)))
-      })
+    all<T>(sql: string, params: SqlParams | undefined): Promise<T[]> {
+      const run = (stmt: sqlite3.Statement): Promise<T[]> =>
+        new Promise<T[]>((resolve, reject) => {
+          stmt.all(...args(params), (err: Error | null, rows: T[]) => (err ? reject(err) : resolve(rows)))
+        })
+      const made = statement(sql)
+      const stmt = prepared.get(made)
+      return stmt ? run(stmt) : made.then(run)
     },
     /** Finalizes every kept statement (before the connection closes). */
     async finalizeAll(): Promise<void> {

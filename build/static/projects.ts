@@ -4,7 +4,7 @@
  */
 import type { CatalogMaps } from '../catalog.ts'
 import { BODIES_PER_PROJECT, type BodyRef, type ProjectBodiesWriter } from '../catalog-memo.ts'
-import type { Db } from '../db/sqlite.ts'
+import { keepingStatements, type Db } from '../db/sqlite.ts'
 import { renderBodyBytes, renderPageMeta, renderRawListBytes } from '../render/body.ts'
 import { renderProjectDetail } from '../render/resources.ts'
 import type { Author, ProjectSummary, Version } from '../schema/api.ts'
@@ -30,12 +30,22 @@ export type ProjectReuse = Map<string, BodyRef[]> | null
  * Returns how many projects were named so.
  */
 export async function writeProjectFiles(
-  db: Db,
+  catalog: Db,
   maps: CatalogMaps,
   writer: ReleaseSink,
   reuse: ProjectReuse = null,
   out: ProjectBodiesWriter | null = null,
 ): Promise<{ reused: number }> {
+  // Its seven queries kept prepared, so the page asked for ahead runs while this thread renders the last (db/sqlite.ts).
+  const db = keepingStatements(catalog, 7)
+  try {
+    return await writeProjectPages(db, maps, writer, reuse, out)
+  } finally {
+    await db.release()
+  }
+}
+
+async function writeProjectPages(db: Db, maps: CatalogMaps, writer: ReleaseSink, reuse: ProjectReuse, out: ProjectBodiesWriter | null): Promise<{ reused: number }> {
   type ProjectRow = { rowid: number; id: string; slug: string; changed: number }
   const batches = prefetchBatches(0, async (last: number) => {
     const projects = await db.all<ProjectRow>(

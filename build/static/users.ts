@@ -1,5 +1,5 @@
 /** Pre-renders each user's profile and project list (not paginated: all public projects, downloads desc). */
-import type { Db } from '../db/sqlite.ts'
+import { keepingStatements, type Db } from '../db/sqlite.ts'
 import { renderRawBytes, renderRawListBytes } from '../render/body.ts'
 import type { ReleaseSink } from '../release/write-sink.ts'
 import { apiFile } from '../static-paths.ts'
@@ -16,7 +16,9 @@ export const userProjectsSql = `
   ORDER BY m.user_id, p.downloads DESC, p.id`
 
 /** Writes every user's static files. */
-export async function writeUserFiles(db: Db, writer: ReleaseSink): Promise<void> {
+export async function writeUserFiles(catalog: Db, writer: ReleaseSink): Promise<void> {
+  // Kept prepared, so the page asked for ahead runs while this thread writes the last (db/sqlite.ts).
+  const db = keepingStatements(catalog, 2)
   const batches = prefetchBatches('', async (last: string) => {
     const users = await db.all<{ id: string; username: string; profile_json: string }>(
       `SELECT id, username, profile_json FROM users WHERE id > ? ORDER BY id LIMIT ${BATCH}`,
@@ -29,12 +31,16 @@ export async function writeUserFiles(db: Db, writer: ReleaseSink): Promise<void>
     )
     return { batch: { users, projects }, next: users[users.length - 1]!.id }
   })
-  for await (const { users, projects } of batches) {
-    for (const u of users) {
-      writer.write([apiFile(`/users/${u.username}`), apiFile(`/users/${u.id}`)], renderRawBytes(u.profile_json))
-      const list = renderRawListBytes((projects.get(u.id) ?? []).map((r) => r.json))
-      writer.write([apiFile(`/users/${u.username}/projects`), apiFile(`/users/${u.id}/projects`)], list)
+  try {
+    for await (const { users, projects } of batches) {
+      for (const u of users) {
+        writer.write([apiFile(`/users/${u.username}`), apiFile(`/users/${u.id}`)], renderRawBytes(u.profile_json))
+        const list = renderRawListBytes((projects.get(u.id) ?? []).map((r) => r.json))
+        writer.write([apiFile(`/users/${u.username}/projects`), apiFile(`/users/${u.id}/projects`)], list)
+      }
+      await writer.drain()
     }
-    await writer.drain()
+  } finally {
+    await db.release()
   }
 }

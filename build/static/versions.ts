@@ -18,10 +18,11 @@ const BATCH = 2000
 
 /**
  * Opens a reading connection to the complete catalog: writeVersionFiles reads through it, on its
- * own SQLite thread, and closes it.
+ * own SQLite thread, and closes it. Its two queries are kept prepared, so the page asked for ahead
+ * runs while this thread renders the last one (keepingStatements, db/sqlite.ts).
  */
 export async function prepareVersionFiles(catalogFile: string, cacheKib: number): Promise<Db> {
-  const db = await openDb(catalogFile, { readonly: true })
+  const db = await openDb(catalogFile, { readonly: true, statementCache: 2 })
   try {
     await db.exec(`PRAGMA cache_size = -${cacheKib};`)
     return db
