@@ -87,7 +87,7 @@ export async function writeCatalog(
   // SQLite thread, the other core) while this one copies the files and dependencies and renders
   // the versions, and the build the tree. Started before the files are copied: in a rebuild it was
   // the longest path to the seal's snapshot (bench/results/BUILD-PROFILE.md, Session 36).
-  const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'))
+  const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'), { worker: ctx.options.searchWorker })
   let storedVersion: CatalogMaps['storedVersion'] = () => false
   let projectMemo = false
   let hashOwners: HashOwners

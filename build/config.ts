@@ -37,6 +37,7 @@ export function resolveBuildOptions(
     sourceRevision: overrides.sourceRevision ?? env.SOURCE_REVISION ?? null,
     loadWorkers: overrides.loadWorkers ?? envInt(env, 'BUILD_LOAD_WORKER', buildDefaults.loadWorkers, 0, 4),
     writeWorker: overrides.writeWorker ?? envSwitch(env, 'BUILD_WRITE_WORKER'),
+    searchWorker: overrides.searchWorker ?? envSwitch(env, 'BUILD_SEARCH_WORKER'),
     stagingCache: overrides.stagingCache ?? envSwitch(env, 'BUILD_STAGING_CACHE'),
     changedFiles: overrides.changedFiles !== undefined ? overrides.changedFiles : changedFilesFrom(env, dataDir),
     recycle: overrides.recycle ?? envSwitch(env, 'BUILD_RECYCLE'),

@@ -26,6 +26,8 @@ export interface BuildOptions {
   loadWorkers: number
   /** Write the release tree in a second process (release/write-pool.ts) while this one renders. */
   writeWorker: boolean
+  /** Build the search index in a process of its own (search-worker.ts) beside the catalog and the render. */
+  searchWorker: boolean
   /** Keep staging between builds so a rebuild reads only changed source files (staging-cache.ts). */
   stagingCache: boolean
   /**

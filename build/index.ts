@@ -7,6 +7,7 @@ import { renameSync, rmSync } from 'node:fs'
 import { copyFile } from 'node:fs/promises'
 import { writeCatalog, type CatalogMaps } from './catalog.ts'
 import type { SearchIndexBeside } from './search-index.ts'
+import type { SealWorkerUsage } from './release/seal-child.ts'
 import {
   createProjectBodiesWriter,
   keepStagingLineage,
@@ -150,7 +151,9 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // reads on its own SQLite thread beside the renderers' queries; the search index, built on a
     // third thread meanwhile, is copied into the compacted file; renamed over catalog.sqlite once
     // rendering is done, and sealRelease waits for it before it touches the catalog.
-    compaction = compactCatalog(catalogFile, search, () => log(`… built the search index beside the render and copied it into the compacted catalog after ${secondsSince(started)}s`), options.release.snapshot ? `${catalogFile}.snapshot` : null)
+    const searchLine = (usage: SealWorkerUsage | null): string =>
+      `… built the search index beside the render${usage ? ` (its worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB)` : ''} and copied it into the compacted catalog after ${secondsSince(started)}s`
+    compaction = compactCatalog(catalogFile, search, (usage) => log(searchLine(usage)), options.release.snapshot ? `${catalogFile}.snapshot` : null)
     // Awaited below, or in the catch when the build fails first.
     compaction.catch(() => {})
     catalogCopy = compaction.then((c) => c.copy)
@@ -265,7 +268,7 @@ interface CompactedCatalog {
  * the seal, where both cores are busy; a copy that fails is removed, and the snapshot copies the
  * catalog itself.
  */
-async function compactCatalog(catalogFile: string, search: SearchIndexBeside, copied: () => void, copyTo: string | null): Promise<CompactedCatalog> {
+async function compactCatalog(catalogFile: string, search: SearchIndexBeside, copied: (usage: SealWorkerUsage | null) => void, copyTo: string | null): Promise<CompactedCatalog> {
   const compact = `${catalogFile}.compact`
   const db = await openDb(catalogFile)
   try {
@@ -275,15 +278,16 @@ async function compactCatalog(catalogFile: string, search: SearchIndexBeside, co
     await db.close()
   }
   const out = await openDb(compact)
+  let usage: SealWorkerUsage | null
   try {
     await out.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;`)
-    await search.finish(out)
+    usage = await search.finish(out)
     // The search tables' statistics; the others' came with the copy (sqlite_stat1 is a table).
     await out.exec(`PRAGMA main.optimize(0x10002)`)
   } finally {
     await out.close()
   }
-  copied()
+  copied(usage)
   const copy = copyTo
     ? copyFile(compact, copyTo).then(
         () => copyTo,

@@ -20,6 +20,7 @@
 import { rmSync } from 'node:fs'
 import { BUILD_CACHE_KIB } from './db/schema.ts'
 import { openDb, type Db } from './db/sqlite.ts'
+import { startSealWorker, type SealWorkerUsage } from './release/seal-child.ts'
 import { writeSearchBitmaps } from './search-bitmaps.ts'
 import {
   listDeletions,
@@ -103,10 +104,19 @@ export async function dropSearchIndex(db: Db): Promise<void> {
 
 /** The search index being built beside the catalog (startSearchIndex). */
 export interface SearchIndexBeside {
-  /** Waits for the index, copies its tables into `target` (the catalog, or its compacted copy) and removes its file. */
-  finish(target: Db): Promise<void>
+  /**
+   * Waits for the index, copies its tables into `target` (the catalog, or its compacted copy) and
+   * removes its file; resolves with what its worker process used (null: built in this process).
+   */
+  finish(target: Db): Promise<SealWorkerUsage | null>
   /** Stops it (the build failed) and removes its file; nothing is copied. */
   close(): Promise<void>
+}
+
+/** The index being built in its file: done when built, and how to stop it. */
+export interface Building {
+  done: Promise<SealWorkerUsage | null>
+  stop(): void
 }
 
 /**
@@ -116,8 +126,15 @@ export interface SearchIndexBeside {
  * 28). The catalog connection copies the input into `file` first; finish() copies the finished
  * tables into the database it is given (the build: the compacted catalog), each in the order it was
  * made, with the same rows and rowids as createSearchIndex on the catalog itself would give.
+ *
+ * With `worker` (BUILD_SEARCH_WORKER, the build's default) the index is built by a process of its
+ * own (search-worker.ts). Built in this one, its 2,500 or so statements (one per bitmap, a few per
+ * page of documents and typo keys) each waited for a turn of this thread between being prepared and
+ * being run, and the render keeps this thread busy: at the large catalog a render that no longer
+ * waited for its own pages held the index back from 53 s into the build to 75 s, past the render's
+ * end (bench/results/BUILD-PROFILE.md, Session 40).
  */
-export async function startSearchIndex(db: Db, file: string): Promise<SearchIndexBeside> {
+export async function startSearchIndex(db: Db, file: string, { worker = false }: { worker?: boolean } = {}): Promise<SearchIndexBeside> {
   rmSync(file, { force: true })
   await db.run(`ATTACH DATABASE ? AS search_side`, [file])
   try {
@@ -125,32 +142,56 @@ export async function startSearchIndex(db: Db, file: string): Promise<SearchInde
   } finally {
     await db.run(`DETACH DATABASE search_side`)
   }
-  const side = await openDb(file)
-  const built = (async () => {
-    await side.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;`)
-    await fillSearchIndex(side)
-  })()
-  built.catch(() => {})
-  let open = true
-  const closeSide = async (): Promise<void> => {
-    if (!open) return
-    open = false
-    await side.close()
-  }
+  const building = worker ? buildInWorker(file) : buildHere(file)
+  building.done.catch(() => {})
   return {
     async finish(target) {
-      await built
-      await closeSide()
+      const usage = await building.done
       await copySearchTables(target, file)
       rmSync(file, { force: true })
+      return usage
     },
     async close() {
-      if (open) side.raw.interrupt()
-      await built.catch(() => {})
-      await closeSide().catch(() => {})
+      building.stop()
+      await building.done.catch(() => {})
       rmSync(file, { force: true })
     },
   }
+}
+
+/** Builds the search index in `file`, whose input startSearchIndex copied there; the search worker's work. */
+export async function buildSearchFile(file: string, opened: (side: Db) => void = () => {}): Promise<void> {
+  const side = await openDb(file)
+  try {
+    opened(side)
+    await side.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;`)
+    await fillSearchIndex(side)
+  } finally {
+    await side.close()
+  }
+}
+
+/** buildSearchFile in this process; stop() interrupts its statement. */
+function buildHere(file: string): Building {
+  let side: Db | null = null
+  let stopped = false
+  const done = buildSearchFile(file, (db) => {
+    side = db
+    if (stopped) db.raw.interrupt()
+  }).then(() => null)
+  return {
+    done,
+    stop() {
+      stopped = true
+      side?.raw.interrupt()
+    },
+  }
+}
+
+/** buildSearchFile in the search worker (done: its usage, or its error output); stop() kills it. */
+export function buildInWorker(file: string): Building {
+  const { child, done } = startSealWorker(new URL('./search-worker.ts', import.meta.url), [file], `search worker exited (%s); BUILD_SEARCH_WORKER=0 builds the search index in the build's own process`)
+  return { done, stop: () => void child.kill('SIGKILL') }
 }
 
 /**

@@ -69,14 +69,14 @@ describe('load worker', () => {
     expect(withWorkers).toEqual(await run(1))
   })
 
-  it('writes the same release bytes with and without the load, archive and snapshot workers', async () => {
+  it('writes the same release bytes with and without the load, search, archive and snapshot workers', async () => {
     const data = copySampleData(path.join(root, 'same'))
     const logs: string[] = []
     const workers = resolveReleaseOptions({ archiveWorker: true, snapshotWorker: true })
-    const a = await buildRelease(data, path.join(root, 'same/dist-worker'), { loadWorkers: 2, release: workers, log: (l) => logs.push(l) })
+    const a = await buildRelease(data, path.join(root, 'same/dist-worker'), { loadWorkers: 2, searchWorker: true, release: workers, log: (l) => logs.push(l) })
     const mainLogs: string[] = []
     const alone = resolveReleaseOptions({ archiveWorker: false, snapshotWorker: false })
-    const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorkers: 0, release: alone, log: (l) => mainLogs.push(l) })
+    const b = await buildRelease(data, path.join(root, 'same/dist-main'), { loadWorkers: 0, searchWorker: false, release: alone, log: (l) => mainLogs.push(l) })
     for (const key of ['manifest', 'catalog', 'snapshot', 'archive'] as const) expect(a.pointer[key], key).toEqual(b.pointer[key])
     expect(a.pointer.archive?.size).toBeGreaterThan(10_000)
     expect(a.pointer.snapshot?.size).toBeGreaterThan(100_000)
@@ -88,6 +88,10 @@ describe('load worker', () => {
       expect(logs.some((l) => new RegExp(`^The ${worker} worker used [\\d.]+s of CPU, peak RSS \\d+ MB${tail}$`).test(l)), `${worker}\n${logs.join('\n')}`).toBe(true)
       expect(mainLogs.some((l) => l.startsWith(`The ${worker} worker`)), worker).toBe(false)
     }
+    // The search index's worker reports with the line that says the index was copied in.
+    const search = /^… built the search index beside the render \(its worker used [\d.]+s of CPU, peak RSS \d+ MB\) and copied it into the compacted catalog after [\d.]+s$/
+    expect(logs.some((l) => search.test(l)), logs.join('\n')).toBe(true)
+    expect(mainLogs.some((l) => /^… built the search index beside the render and copied it into the compacted catalog after [\d.]+s$/.test(l)), mainLogs.join('\n')).toBe(true)
   })
 })
 

@@ -239,13 +239,14 @@ describe('build settings', () => {
     }
     expect(resolveBuildOptions({}, { KEEP_RELEASES: '5', FEED_RETENTION: '7' })).toMatchObject({ keepReleases: 5, release: { feedRetention: 7 } })
     // Switches are 0 or 1: "false" or "no" must not read as on.
-    for (const name of ['RELEASE_SNAPSHOT', 'RELEASE_ARCHIVE', 'BUILD_WRITE_WORKER', 'BUILD_ARCHIVE_WORKER', 'BUILD_SNAPSHOT_WORKER']) {
+    for (const name of ['RELEASE_SNAPSHOT', 'RELEASE_ARCHIVE', 'BUILD_WRITE_WORKER', 'BUILD_SEARCH_WORKER', 'BUILD_ARCHIVE_WORKER', 'BUILD_SNAPSHOT_WORKER']) {
       for (const bad of ['false', 'no', 'off', '2']) expect(() => resolveBuildOptions({}, { [name]: bad }), `${name}=${bad}`).toThrow(`${name} must be 0 or 1, got "${bad}"`)
     }
     // The snapshot and archive workers are switches: only 0 turns them off.
     const release = (env: Record<string, string>) => resolveBuildOptions({}, env).release
     expect(release({ BUILD_SNAPSHOT_WORKER: '0', BUILD_ARCHIVE_WORKER: '0' })).toMatchObject({ snapshotWorker: false, archiveWorker: false })
     expect(release({})).toMatchObject({ snapshotWorker: true, archiveWorker: true })
+    expect([{}, { BUILD_SEARCH_WORKER: '1' }, { BUILD_SEARCH_WORKER: '0' }].map((env) => resolveBuildOptions({}, env).searchWorker)).toEqual([true, true, false])
     expect(release({ RELEASE_SNAPSHOT: '1', RELEASE_ARCHIVE: '' })).toMatchObject({ snapshot: true, archive: true })
   })
 

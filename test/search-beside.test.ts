@@ -4,12 +4,12 @@
  * the index itself: the same tables and indexes, with the same rows and rowids, as the index built in
  * place on the same catalog (createSearchIndex), and nothing left in the release.
  */
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, inject, it } from 'vitest'
 import { openDb, type Db } from '../build/db/sqlite.ts'
-import { createSearchIndex, dropSearchIndex } from '../build/search-index.ts'
+import { buildInWorker, createSearchIndex, dropSearchIndex, startSearchIndex } from '../build/search-index.ts'
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'search-beside-'))
 afterAll(() => rmSync(tmp, { recursive: true, force: true }))
@@ -57,6 +57,54 @@ describe('the search index built beside the catalog', () => {
       expect([...built.schema].sort()).toEqual([...inPlace.schema].sort())
       expect([...built.rows.keys()].sort()).toEqual([...inPlace.rows.keys()].sort())
       for (const [name, rows] of inPlace.rows) expect(built.rows.get(name), name).toEqual(rows)
+    } finally {
+      await db.close()
+    }
+  })
+
+  it('is the same index built by its worker process (BUILD_SEARCH_WORKER) as in the build\'s own, which reports no worker', async () => {
+    const built = async (worker: boolean) => {
+      const file = path.join(tmp, `side-${worker}.sqlite`)
+      copyFileSync(path.join(releaseDir, 'catalog.sqlite'), file)
+      const db = await openDb(file)
+      try {
+        await dropSearchIndex(db)
+        const side = path.join(tmp, `side-${worker}.search.sqlite`)
+        const search = await startSearchIndex(db, side, { worker })
+        const usage = await search.finish(db)
+        expect(existsSync(side)).toBe(false)
+        return { usage, tables: await readSearchTables(db) }
+      } finally {
+        await db.close()
+      }
+    }
+    const inWorker = await built(true)
+    const here = await built(false)
+    expect(inWorker.usage!.cpuSeconds).toBeGreaterThan(0)
+    expect(inWorker.usage!.maxRss).toBeGreaterThan(10e6)
+    expect(here.usage).toBeNull()
+    expect(inWorker.tables.schema).toEqual(here.tables.schema)
+    expect(inWorker.tables.rows.get('search_docs')!.length).toBeGreaterThan(10)
+    for (const [name, rows] of here.tables.rows) expect(inWorker.tables.rows.get(name), name).toEqual(rows)
+  })
+
+  it('fails in its worker with the reason and the way to do without it, and stopped leaves no file behind', async () => {
+    // A file without the input startSearchIndex copies in.
+    const empty = path.join(tmp, 'empty.search.sqlite')
+    writeFileSync(empty, '')
+    await expect(buildInWorker(empty).done).rejects.toThrow(/search worker exited \(1\); BUILD_SEARCH_WORKER=0 builds the search index in the build's own process[\s\S]*no such table: search_input/)
+    // Stopped at once (the build failed): the worker is killed and the file removed.
+    const file = path.join(tmp, 'stopped.sqlite')
+    copyFileSync(path.join(releaseDir, 'catalog.sqlite'), file)
+    const db = await openDb(file)
+    try {
+      await dropSearchIndex(db)
+      const side = path.join(tmp, 'stopped.search.sqlite')
+      const search = await startSearchIndex(db, side, { worker: true })
+      expect(existsSync(side)).toBe(true)
+      await search.close()
+      expect(existsSync(side)).toBe(false)
+      expect((await readSearchTables(db)).schema).toEqual([])
     } finally {
       await db.close()
     }

@@ -6,6 +6,7 @@
  * it; in one process they all shared one thread and the seal ran at about one core
  * (bench/results/BUILD-PROFILE.md).
  */
+import type { ChildProcess } from 'node:child_process'
 import { z } from 'zod'
 import { readPeakRssBytes } from '../cpu.ts'
 import type { PreviousArchive } from './archive.ts'
@@ -130,12 +131,28 @@ export function writeSnapshotInChild(
   return runSealWorker(new URL('./snapshot-worker.ts', import.meta.url), args, `snapshot worker exited (%s); BUILD_SNAPSHOT_WORKER=0 writes the snapshot in the build's own process`, answer)
 }
 
+/** A seal worker running (startSealWorker): its process, and its end. */
+export interface RunningWorker {
+  child: ChildProcess
+  /** Its usage once it exits with 0; else rejects with `failure` and the tail of its stderr. */
+  done: Promise<SealWorkerUsage>
+}
+
 /**
  * Runs a seal worker to its end; `failure` (with %s for the exit code or signal) heads the error,
  * followed by the tail of its stderr. `answer` answers the snapshot worker's requests for the files
  * it is sent later (waitForPathOrder, waitForNameChanges).
  */
 function runSealWorker(entry: URL, args: string[], failure: string, answer?: (want: Want, send: (message: Answer) => void) => void): Promise<SealWorkerUsage> {
+  return startSealWorker(entry, args, failure, answer).done
+}
+
+/**
+ * Starts a worker that ends as runAsSealWorker does (the seal's, and the search index's:
+ * search-index.ts), with `args` after `--`; see runSealWorker. The process is returned for a caller
+ * that may have to stop it.
+ */
+export function startSealWorker(entry: URL, args: string[], failure: string, answer?: (want: Want, send: (message: Answer) => void) => void): RunningWorker {
   const child = spawnBuildWorker(entry, ['--', ...args], { stdio: ['ignore', 'inherit', 'pipe', 'ipc'] })
   let stderr = ''
   let usage: SealWorkerUsage = { maxRss: 0, cpuSeconds: 0 }
@@ -154,13 +171,14 @@ function runSealWorker(entry: URL, args: string[], failure: string, answer?: (wa
     }
     usage = usageSchema.parse(message)
   })
-  return new Promise((resolve, reject) => {
+  const done = new Promise<SealWorkerUsage>((resolve, reject) => {
     child.on('error', reject)
     child.on('close', (code, signal) => {
       if (code === 0) resolve(usage)
       else reject(new Error(`${failure.replace('%s', String(signal ?? code))}\n${stderr.trim()}`))
     })
   })
+  return { child, done }
 }
 
 /** The end of a worker's entry: reports its usage, or its error on stderr with a non-zero exit. */
