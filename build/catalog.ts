@@ -83,9 +83,9 @@ export async function writeCatalog(
   const { refs: projects, copied } = await writeProjects(db, authors, reuse)
   await writeUserProfiles(db)
   step(`rendered the projects and the users${copied === null ? '' : ` (${copied} of ${projects.size} projects' rows copied from release ${memo.catalogFile !== null ? memo.release : ''})`}`)
-  // The search index needs the projects and users only: built on a connection of its own (its own
-  // SQLite thread, the other core) while this one copies the files and dependencies and renders
-  // the versions, and the build the tree. Started before the files are copied: in a rebuild it was
+  // The search index needs the projects and users only: built on a connection of its own (in its
+  // worker process, BUILD_SEARCH_WORKER; the other core) while this one copies the files and
+  // dependencies and renders the versions, and the build the tree. Started before the files are copied: in a rebuild it was
   // the longest path to the seal's snapshot (bench/results/BUILD-PROFILE.md, Session 36).
   const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'), { worker: ctx.options.searchWorker })
   let storedVersion: CatalogMaps['storedVersion'] = () => false

@@ -148,8 +148,8 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     log(`Wrote the catalog database in ${secondsSince(started)}s${formatCpu(cpu)}`)
     // Compacted into a new file by a second connection while the tree is rendered (VACUUM in place
     // would write the whole database twice: to a temporary copy, then back through the journal). It
-    // reads on its own SQLite thread beside the renderers' queries; the search index, built on a
-    // third thread meanwhile, is copied into the compacted file; renamed over catalog.sqlite once
+    // reads on its own SQLite thread beside the renderers' queries; the search index, built by its
+    // worker process meanwhile, is copied into the compacted file; renamed over catalog.sqlite once
     // rendering is done, and sealRelease waits for it before it touches the catalog.
     const searchLine = (usage: SealWorkerUsage | null): string =>
       `… built the search index beside the render${usage ? ` (its worker used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB)` : ''} and copied it into the compacted catalog after ${secondsSince(started)}s`
