@@ -45,6 +45,7 @@ export async function writeProjectFiles(
   }
 }
 
+/** writeProjectFiles' work, its pages read through `db`'s kept statements. */
 async function writeProjectPages(db: Db, maps: CatalogMaps, writer: ReleaseSink, reuse: ProjectReuse, out: ProjectBodiesWriter | null): Promise<{ reused: number }> {
   type ProjectRow = { rowid: number; id: string; slug: string; changed: number }
   const batches = prefetchBatches(0, async (last: number) => {
