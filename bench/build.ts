@@ -143,7 +143,7 @@ function saveResults(): void {
     goals,
     notes: [
       'The machine is shared (see the load average): wall times are noisy, CPU seconds steadier.',
-      'Phases come from the build progress lines; catalog = staging indexes + validation + catalog database + search index.',
+      'Phases come from the build progress lines; catalog = staging indexes + validation + catalog database + search index. Its CPU is the build process\'s: since Session 40 the search index is built by a worker process (BUILD_SEARCH_WORKER), whose CPU (its line in the log) is in the total, in no phase.',
       'names per second = names (new files and hard links) of the release ÷ render phase seconds.',
       'The incremental build runs on the edited catalog in the same dist: its load reads only the record files that changed, from the staging the full build kept (BUILD_STAGING_CACHE; all of them with BUILD_STAGING_CACHE=0 or before that existed); the rest is the same pipeline, and bodies already in the content store are linked, not written. Unless the run says otherwise above ("named by BUILD_CHANGED_FILES"), the load found the changed files by listing the catalog folder (1.15 M files); with the list (the default since Session 27; `--list-folder` turns it off) it stats only the files the edit rewrote.',
       'The builds run with KEEP_RELEASES=2. The recycled build (release 3, after the same projects are edited again) is written over the tree of release 1, the release it would otherwise remove once live (BUILD_RECYCLE, build/release/recycle.ts): its names are checked, not linked afresh, and nothing is removed after it is live. With the default KEEP_RELEASES=3 every build from the fourth on works that way; the first rebuild has no release to take over.',
