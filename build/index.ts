@@ -219,6 +219,8 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
       recycled: pending.recycled ? { tree: pending.recycled, storeDir } : null,
       storeDir,
     })
+    // What the recycled release had beside its tree, removed in the background since the start (publish.ts).
+    await pending.discarded.catch((err: Error) => log(`Could not remove ${err.message}; the next build removes what is left`))
     const releaseDir = publishRelease(options.distDir, pending, options.keepReleases, {
       onLive: () => log(`Release ${pending.id} is live after ${secondsSince(started)}s`),
       log,
@@ -245,6 +247,7 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
     // Nothing of the build may go on reading once it has returned.
     await snapshotAhead
     await staging.close().catch(() => {})
+    await pending.discarded.catch(() => {})
     abortRelease(options.distDir, pending)
     if (err instanceof CatalogError) return { ok: false, problems: err.problems }
     throw err

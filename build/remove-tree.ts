@@ -7,11 +7,34 @@
  * for a 400,000-name folder against 236 MB, in half the time). Where there is no `rm`, or it fails,
  * rmSync does the job and reports any error itself.
  */
-import { spawnSync } from 'node:child_process'
-import { rmSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { promises as fsp, rmSync } from 'node:fs'
 
 /** Removes `dir` and everything under it; nothing happens when it does not exist. */
 export function removeTree(dir: string): void {
   const rm = spawnSync('rm', ['-rf', '--', dir], { stdio: ['ignore', 'ignore', 'pipe'] })
   if (rm.error || rm.status !== 0) rmSync(dir, { recursive: true, force: true })
+}
+
+/**
+ * removeTree without waiting: `rm -rf` runs as a child process while this thread goes on, and the
+ * promise settles when `dir` is gone (rejected, naming `dir` and fs.rm's error, only when neither could remove it).
+ */
+export function removeTreeLater(dir: string): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const rm = spawn('rm', ['-rf', '--', dir], { stdio: 'ignore' })
+    let settled = false
+    const done = (ok: boolean): void => {
+      if (settled) return
+      settled = true
+      if (ok) return resolve()
+      resolve(
+        fsp.rm(dir, { recursive: true, force: true }).catch((err: Error) => {
+          throw new Error(`${dir} (${err.message})`)
+        }),
+      )
+    }
+    rm.on('error', () => done(false))
+    rm.on('exit', (code) => done(code === 0))
+  })
 }

@@ -16,6 +16,7 @@ import type { BuildOptions } from '../build/context.ts'
 import { ConfigError } from '../build/env.ts'
 import { runBuild } from '../build/index.ts'
 import { contentMtime } from '../build/render/etag.ts'
+import { abortRelease, prepareRelease } from '../build/release/publish.ts'
 import { hashBytes, shardFile } from '../build/release/manifest.ts'
 import { readIndex, shardTextFile } from '../build/release/seal-manifest.ts'
 import { SHARD_MEMBERS_FORMAT, shardMembersFile } from '../build/release/shard-gzip.ts'
@@ -229,6 +230,37 @@ describe('a release written over a recycled tree', () => {
     expect(existsSync(orphan)).toBe(false)
     expect(existsSync(`${orphan}.tmp-999999`)).toBe(false)
     expectStoreSwept(dist)
+  })
+
+  it("moves the taken release's catalog, snapshot and manifests out of the way at once and removes them beside the build; a killed build's are removed by the next", async () => {
+    const own = path.join(root, 'discard')
+    await build(own)
+    await build(own)
+    await build(own)
+    // Release 4 is written over release 2's tree: what release 2 had beside its served tree goes to
+    // .discard-00000004, and is being removed while prepareRelease has already returned.
+    const taken = readIndex(release('00000002', own))!
+    const pending = prepareRelease(own, 2)
+    try {
+      expect(pending.recycled?.serial).toBe(2)
+      expect(readdirSync(pending.dir).sort()).toEqual(['.recycled', 'public'])
+      expect(readdirSync(path.join(pending.dir, 'public'))).not.toContain('mirror')
+      expect(readdirSync(path.join(pending.dir, '.recycled')).filter((n) => n.endsWith('.tsv.gz')).length).toBe(new Set(taken.index.shards.map((s) => s.sha256)).size)
+      await pending.discarded
+      expect(readdirSync(path.join(own, 'releases')).sort()).toEqual(['.tmp-00000004', '00000003'])
+    } finally {
+      abortRelease(own, pending)
+    }
+    // A build killed while the removal ran leaves the folder: the next build removes it, and no
+    // stored body is lost with it (it holds no served name).
+    const left = path.join(own, 'releases', '.discard-00000004')
+    mkdirSync(path.join(left, 'mirror'), { recursive: true })
+    writeFileSync(path.join(left, 'mirror', 'snapshot-00000002.sqlite'), 'a snapshot being removed')
+    writeFileSync(path.join(left, 'manifest.tsv'), 'public/x.json\t' + '0'.repeat(64) + '\t1\n')
+    await build(own)
+    expect(readdirSync(path.join(own, 'releases')).sort()).toEqual(['00000003', '00000004'])
+    expectTreeMatchesManifest(release('00000004', own))
+    expectStoreSwept(own)
   })
 
   it('is switched by BUILD_RECYCLE, on when unset; anything but 0 or 1 is refused naming the variable', () => {

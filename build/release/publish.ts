@@ -6,7 +6,7 @@
  */
 import { existsSync, fsyncSync, openSync, closeSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync, mkdirSync, readlinkSync } from 'node:fs'
 import path from 'node:path'
-import { removeTree } from '../remove-tree.ts'
+import { removeTree, removeTreeLater } from '../remove-tree.ts'
 import type { Pointer } from './formats.ts'
 import { findRecyclable, takeRecycledTree, type RecycledTree } from './recycle.ts'
 
@@ -20,7 +20,16 @@ export interface PendingRelease {
   previousDir: string | null
   /** The kept release whose tree `dir` was started from (recycle.ts), or null: `dir` started empty. */
   recycled: RecycledTree | null
+  /**
+   * Settles when what the recycled release had beside its served tree (DISCARD_PREFIX) is removed:
+   * by `rm -rf` in the background while the build runs; awaited before the release is published or
+   * abandoned. Settled from the start when nothing was recycled.
+   */
+  discarded: Promise<void>
 }
+
+/** Prefix of the folder (beside the releases) of what a recycled release had beside its tree, being removed. */
+const DISCARD_PREFIX = '.discard-'
 
 /** Metadata of a release (`release.json`, the same document as its `/mirror/pointer.json`). */
 export type ReleaseInfo = Pointer
@@ -51,6 +60,8 @@ export function prepareRelease(distDir: string, recycleKeep: number | null = nul
   // removed (recycle.ts), no other build would sweep them.
   let killed = false
   for (const name of readdirSync(releases)) {
+    // What a killed build was still removing: no stored body is named there.
+    if (name.startsWith(DISCARD_PREFIX)) removeTree(path.join(releases, name))
     if (!name.startsWith('.tmp-')) continue
     removeTree(path.join(releases, name))
     killed = true
@@ -63,12 +74,16 @@ export function prepareRelease(distDir: string, recycleKeep: number | null = nul
   const previousDir = resolveCurrentRelease(distDir)
   const recyclable = recycleKeep === null ? null : findRecyclable(releases, recycleKeep, previousDir)
   if (recyclable) {
-    const recycled = takeRecycledTree(recyclable.dir, dir, recyclable.serial)
+    const discard = path.join(releases, `${DISCARD_PREFIX}${id}`)
+    const recycled = takeRecycledTree(recyclable.dir, dir, recyclable.serial, discard)
     fsyncPath(releases)
-    return { serial, id, dir, previousDir, recycled }
+    const discarded = removeTreeLater(discard)
+    // Awaited by whoever ends the build; a failure meanwhile is not an unhandled rejection.
+    discarded.catch(() => {})
+    return { serial, id, dir, previousDir, recycled, discarded }
   }
   mkdirSync(dir)
-  return { serial, id, dir, previousDir, recycled: null }
+  return { serial, id, dir, previousDir, recycled: null, discarded: Promise.resolve() }
 }
 
 /** Told when the release is live (before old releases are removed) and what the pruning removed. */
