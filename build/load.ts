@@ -55,13 +55,14 @@ export async function loadSource(ctx: BuildContext, kept = false): Promise<LoadC
   let pool = null as LoadPool | null
   const startPool = (): LoadPool | null => (pool ??= ctx.options.loadWorkers > 0 ? createLoadPool(ctx.options.dataDir, ctx.options.loadWorkers) : null)
   try {
+    let listedAll = true
     if (kept) {
       await ctx.staging.exec(`DELETE FROM s_touched`)
-      await listSourcesInto(ctx)
+      listedAll = await listSourcesInto(ctx)
     }
     for (const kind of Object.keys(recordKinds) as RecordKindName[]) {
       const { tables } = recordKinds[kind]
-      const changed = kept ? await changedSources(ctx, kind) : null
+      const changed = kept ? await changedSources(ctx, kind, listedAll) : null
       if (changed && changed.length === 0) {
         counts[tables[0]!] = await countRows(ctx, tables[0]!)
         continue
@@ -71,7 +72,7 @@ export async function loadSource(ctx: BuildContext, kept = false): Promise<LoadC
       counts[tables[0]!] = changed ? await countRows(ctx, tables[0]!) : loaded.count
       filesRead += loaded.files
     }
-    if (kept) await ctx.staging.exec(`DROP TABLE temp.listed`)
+    if (kept) await ctx.staging.exec(`DROP TABLE temp.listed; DROP TABLE IF EXISTS temp.gone;`)
   } finally {
     const usage = await pool?.close()
     if (usage) ctx.options.log(`… the load worker${pool!.size > 1 ? `s (${pool!.size}) ` : ' '}used ${usage.cpuSeconds.toFixed(1)}s of CPU, peak RSS ${(usage.maxRss / 1e6).toFixed(0)} MB`)
@@ -87,22 +88,26 @@ async function countRows(ctx: BuildContext, table: string): Promise<number> {
 /**
  * Lists every record file of the data folder with its stat signature into `temp.listed` (kind,
  * file, signature; list-sources.ts), in the order the folders are read: one walk for all kinds.
- * With BUILD_CHANGED_FILES, no walk: staging's own files and signatures, with the named files'
- * fresh ones (a named file that is gone is left out, so its rows are dropped).
+ * With BUILD_CHANGED_FILES, no walk: `temp.listed` holds only the named files that are there, with
+ * their fresh signatures, and `temp.gone` those that are not (their rows are dropped); every other
+ * file counts as unchanged without a stat. Returns whether `temp.listed` holds every file
+ * (changedSources reads it so).
  */
-async function listSourcesInto(ctx: BuildContext): Promise<void> {
+async function listSourcesInto(ctx: BuildContext): Promise<boolean> {
   const { staging } = ctx
   const kinds = Object.keys(recordKinds) as RecordKindName[]
   await staging.exec(`
     DROP TABLE IF EXISTS temp.listed;
+    DROP TABLE IF EXISTS temp.gone;
     CREATE TEMP TABLE listed (kind TEXT NOT NULL, file TEXT PRIMARY KEY, signature TEXT NOT NULL);
   `)
   const named = ctx.options.changedFiles
   if (named) {
-    // The files the publisher names as changed (BUILD_CHANGED_FILES): every other file is taken as
-    // listed with the signature staging has for it, so it counts as unchanged without a stat.
-    // A file stored as racy (changed just before the last build read it) is looked at as if named.
-    await staging.run(`INSERT INTO temp.listed (kind, file, signature) SELECT kind, file, signature FROM s_sources WHERE signature <> ?`, [RACY])
+    // The files the publisher names as changed (BUILD_CHANGED_FILES). A file stored as racy
+    // (changed just before the last build read it) is looked at as if named. Only these are
+    // listed: copying staging's 1.16 M files and signatures into the list, for every file but
+    // these to compare equal, took 1.4 s of a rebuild at the large catalog and each kind's
+    // comparison over them 2.5 s more (bench/results/BUILD-PROFILE.md, Session 41).
     const racy = await staging.all<{ kind: RecordKindName; file: string }>(`SELECT kind, file FROM s_sources WHERE signature = ?`, [RACY])
     const present: [string, string, string][] = []
     const gone: string[] = []
@@ -111,7 +116,8 @@ async function listSourcesInto(ctx: BuildContext): Promise<void> {
       if (signature === null) gone.push(file)
       else present.push([kind, file, signature])
     }
-    await staging.run(`DELETE FROM temp.listed WHERE file IN (SELECT value FROM json_each(?))`, [JSON.stringify(gone)])
+    await staging.exec(`CREATE TEMP TABLE gone (file TEXT PRIMARY KEY)`)
+    await staging.run(`INSERT OR IGNORE INTO temp.gone SELECT value FROM json_each(?)`, [JSON.stringify(gone)])
     await staging.run(`INSERT OR REPLACE INTO temp.listed (kind, file, signature) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, [JSON.stringify(present)])
   } else {
     const listed = createBatcher(staging, 'temp.listed')
@@ -119,15 +125,18 @@ async function listSourcesInto(ctx: BuildContext): Promise<void> {
     await listed.flush()
   }
   await staging.exec(`CREATE INDEX temp.listed_kind ON listed(kind)`)
+  return named === null
 }
 
 /**
  * The record files of `kind` to read again into a kept staging, in listing order: new ones, and
  * those whose stat signature or one of whose blobs' differs from s_sources. Their rows, and those
  * of the kind's files gone from the data folder, are deleted. The comparison runs in SQLite (the
- * temp table of listSourcesInto), so memory stays flat however many files there are.
+ * temp tables of listSourcesInto), so memory stays flat however many files there are. `listedAll`:
+ * `temp.listed` holds every file of the data folder; else only the named ones, and `temp.gone`
+ * those named that are gone (BUILD_CHANGED_FILES).
  */
-async function changedSources(ctx: BuildContext, kind: RecordKindName): Promise<string[]> {
+async function changedSources(ctx: BuildContext, kind: RecordKindName, listedAll: boolean): Promise<string[]> {
   const { staging } = ctx
   const { tables } = recordKinds[kind]
   await staging.exec(`DROP TABLE IF EXISTS temp.changed; CREATE TEMP TABLE changed (file TEXT PRIMARY KEY);`)
@@ -136,18 +145,28 @@ async function changedSources(ctx: BuildContext, kind: RecordKindName): Promise<
      WHERE g.kind = ? AND (s.file IS NULL OR s.signature <> g.signature)`,
     [kind],
   )
-  // Files unchanged themselves whose blobs (read by the load, hashed into their rows) changed.
+  // Files unchanged themselves whose blobs (read by the load, hashed into their rows) changed:
+  // every blob is checked, named or not.
   const withBlobs = await staging.all<{ file: string; blobs: string }>(
-    `SELECT s.file, s.blobs FROM s_sources s JOIN temp.listed g ON g.file = s.file AND g.kind = s.kind AND g.signature = s.signature WHERE s.kind = ? AND s.blobs IS NOT NULL`,
+    listedAll
+      ? `SELECT s.file, s.blobs FROM s_sources s JOIN temp.listed g ON g.file = s.file AND g.kind = s.kind AND g.signature = s.signature WHERE s.kind = ? AND s.blobs IS NOT NULL`
+      : `SELECT s.file, s.blobs FROM s_sources s WHERE s.kind = ? AND s.blobs IS NOT NULL AND s.file NOT IN temp.gone AND s.file NOT IN temp.changed`,
     [kind],
   )
   const blobChanged = withBlobs.filter((row) => (JSON.parse(row.blobs) as [string, string][]).some(([blob, signature]) => statSignature(path.join(ctx.options.dataDir, blob)) !== signature))
-  if (blobChanged.length > 0) await staging.run(`INSERT INTO temp.changed SELECT value FROM json_each(?)`, [JSON.stringify(blobChanged.map((r) => r.file))])
+  if (blobChanged.length > 0) {
+    const files = JSON.stringify(blobChanged.map((r) => r.file))
+    await staging.run(`INSERT INTO temp.changed SELECT value FROM json_each(?)`, [files])
+    // Read from the list below: with only the named files listed, these join it.
+    if (!listedAll) await staging.run(`INSERT OR IGNORE INTO temp.listed (kind, file, signature) SELECT kind, file, signature FROM s_sources WHERE file IN (SELECT value FROM json_each(?))`, [files])
+  }
   // Rows to drop: those of changed files and of the kind's files no longer listed. Deleted through
   // each table's index on `file` (stagingIndexes): a scan of s_versions would read its 1 M rows.
   await staging.exec(`DROP TABLE IF EXISTS temp.stale; CREATE TEMP TABLE stale (file TEXT PRIMARY KEY);`)
   await staging.run(
-    `INSERT OR IGNORE INTO temp.stale SELECT s.file FROM s_sources s WHERE s.kind = ? AND (s.file IN temp.changed OR NOT EXISTS (SELECT 1 FROM temp.listed g WHERE g.file = s.file AND g.kind = s.kind))`,
+    listedAll
+      ? `INSERT OR IGNORE INTO temp.stale SELECT s.file FROM s_sources s WHERE s.kind = ? AND (s.file IN temp.changed OR NOT EXISTS (SELECT 1 FROM temp.listed g WHERE g.file = s.file AND g.kind = s.kind))`
+      : `INSERT OR IGNORE INTO temp.stale SELECT s.file FROM s_sources s WHERE s.file IN (SELECT file FROM temp.changed UNION ALL SELECT file FROM temp.gone) AND s.kind = ?`,
     [kind],
   )
   await recordTouched(ctx, kind, 'temp.stale')

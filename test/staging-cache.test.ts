@@ -4,6 +4,7 @@
  * the same bytes as a full build of the same data into another dist; the cache is never used by
  * other code or another data folder, and a failing build leaves none behind.
  */
+import { createHash } from 'node:crypto'
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
@@ -232,9 +233,15 @@ describe('a changed-files list (BUILD_CHANGED_FILES)', () => {
     const user = JSON.parse(readFileSync(path.join(users, someUser!), 'utf8'))
     writeFileSync(path.join(users, someUser!), JSON.stringify({ ...user, name: 'Renamed, not named' }))
     const profile = (built: BuiltRelease): string => readFileSync(path.join(built.releaseDir, `public/api/v1/users/${user.username}.json`), 'utf8')
+    // Blobs are checked whether named or not: a jar's new bytes, its version file untouched, are seen.
+    const blob = path.join(src, 'projects/appleskin/versions/2.5.1+mc1.20.1/appleskin-fabric-mc1.20-2.5.1.jar')
+    writeFileSync(blob, Buffer.concat([readFileSync(blob), Buffer.from('changed bytes')]))
+    const blobSha = createHash('sha256').update(readFileSync(blob)).digest('hex')
+    await sleep(2100)
     const unnamed = await run(named(''))
-    expect(loadLine()).toContain('read 0 changed record files (of the 0 BUILD_CHANGED_FILES names')
+    expect(loadLine()).toContain('read 1 changed record files (of the 0 BUILD_CHANGED_FILES names')
     expect(profile(unnamed)).not.toContain('Renamed, not named')
+    expect(readManifestOf(unnamed.releaseDir).has(`public/api/v1/version-files/${blobSha}.json`)).toBe(true)
     const listedAgain = await run(null)
     expect(loadLine()).toContain('read 1 changed record files\n')
     expect(profile(listedAgain)).toContain('Renamed, not named')
