@@ -273,7 +273,7 @@ const projectRowsSql = `
 `
 
 /**
- * Copies into `db` (its versions written, `temp.project_order` and `temp.project_agg` made by
+ * Copies into `db` (`temp.project_order` and `temp.project_agg` made by
  * writeProjects, staging attached as `staging`) the row of every project whose inputs are
  * unchanged since the catalog `previousFile` (projectRowsSql; the caller asks only when no
  * reference file was touched, referenceTouched). Returns how many it copied.

@@ -77,21 +77,24 @@ export async function writeCatalog(
   const reuse = memo.catalogFile !== null && !(await referenceTouched(db)) ? memo.catalogFile : null
   // Whether download counters are folded in: decided once, for the versions and their files alike.
   const counters = ctx.options.countersFile !== null && existsSync(ctx.options.countersFile) ? ctx.options.countersFile : null
-  await writeVisibleVersions(db, reuse, counters)
-  step('copied the visible versions')
+  await selectVisible(db, counters)
+  // The projects and users first, their versions' counts taken from staging: the search index needs
+  // only them, and is built on a connection of its own (in its worker process, BUILD_SEARCH_WORKER)
+  // on the other core while this one copies the versions, files and dependencies and renders the
+  // versions, and the build the tree. Started before the versions were copied, it runs on the core
+  // the catalog phase leaves idle instead of beside the render (bench/results/BUILD-PROFILE.md,
+  // Session 41); before the files, instead of after (Session 36).
   const authors = await writeAuthors(db)
-  const { refs: projects, copied } = await writeProjects(db, authors, reuse)
+  const { refs: projects, copied } = await writeProjects(db, authors, reuse, counters !== null)
   await writeUserProfiles(db)
   step(`rendered the projects and the users${copied === null ? '' : ` (${copied} of ${projects.size} projects' rows copied from release ${memo.catalogFile !== null ? memo.release : ''})`}`)
-  // The search index needs the projects and users only: built on a connection of its own (in its
-  // worker process, BUILD_SEARCH_WORKER; the other core) while this one copies the files and
-  // dependencies and renders the versions, and the build the tree. Started before the files are copied: in a rebuild it was
-  // the longest path to the seal's snapshot (bench/results/BUILD-PROFILE.md, Session 36).
   const search = await startSearchIndex(db, path.join(ctx.releaseDir, '.search.sqlite'), { worker: ctx.options.searchWorker })
   let storedVersion: CatalogMaps['storedVersion'] = () => false
   let projectMemo = false
   let hashOwners: HashOwners
   try {
+    await writeVisibleVersions(db, reuse, counters)
+    step('copied the visible versions')
     await writeVisibleFiles(db, counters)
     step('copied the visible files and dependencies')
     // After the search index is started: it is the longer path once the versions are copied (a
@@ -135,20 +138,11 @@ async function writeReference(db: Db): Promise<void> {
 }
 
 /**
- * Copies the visible versions, with ranks and folded download counts, and indexes them (the
- * projects' rows are made of them: writeProjects). The versions are read by a scan (NOT INDEXED),
- * not by project through s_versions_project: that walk reads the rows out of order, and beside the
- * checks it took 12.9 s at the large catalog against 3.5 s for the scan and the sort
- * (bench/results/BUILD-PROFILE.md, Session 31).
- *
- * A rebuild that may reuse the live release's versions' JSON (`reuse`: catalog-memo.ts) takes it in
- * the same insert, for every version the live catalog holds with the same downloads; settleVersionJson
- * then drops it from the few whose other inputs changed. Added afterwards by an UPDATE, the JSON
- * (about 1 KB a version) wrote every row a second time: 7.8–10.3 s of the large catalog's rebuild,
- * against 3.1–3.7 s more for the insert (bench/results/BUILD-PROFILE.md, Session 34). So the
- * download counters are folded in by version before the insert, for it to compare.
+ * The visible projects (`temp.visible_projects`) and, with download counters (`counters`: their
+ * file), each version's count of downloads there (`temp.version_counters`): what writeProjects and
+ * writeVisibleVersions read.
  */
-async function writeVisibleVersions(db: Db, reuse: string | null, counters: string | null): Promise<void> {
+async function selectVisible(db: Db, counters: string | null): Promise<void> {
   await db.exec(`
     CREATE TEMP TABLE visible_projects AS SELECT id FROM s_projects WHERE status = 'published';
     CREATE UNIQUE INDEX temp.visible_projects_id ON visible_projects(id);
@@ -161,13 +155,41 @@ async function writeVisibleVersions(db: Db, reuse: string | null, counters: stri
     `)
     await db.run(`DETACH DATABASE counters`)
   }
+}
+
+/**
+ * A staging version's (`v`) downloads in SQL, with its count in the counters' file folded in when
+ * `counted` (selectVisible's `temp.version_counters`, joined by `join`): the versions' rows and
+ * their projects' sums (writeProjects) read the same.
+ */
+function versionDownloads(counted: boolean): { downloads: string; join: string } {
+  return counted
+    ? { downloads: 'v.downloads + coalesce(c.n, 0)', join: ' LEFT JOIN temp.version_counters c ON c.version_id = v.id' }
+    : { downloads: 'v.downloads', join: '' }
+}
+
+/**
+ * Copies the visible versions (selectVisible), with ranks and folded download counts, and indexes
+ * them. The versions are read by a scan (NOT INDEXED), not by project through s_versions_project:
+ * that walk reads the rows out of order, and beside the checks it took 12.9 s at the large catalog
+ * against 3.5 s for the scan and the sort (bench/results/BUILD-PROFILE.md, Session 31).
+ *
+ * A rebuild that may reuse the live release's versions' JSON (`reuse`: catalog-memo.ts) takes it in
+ * the same insert, for every version the live catalog holds with the same downloads; settleVersionJson
+ * then drops it from the few whose other inputs changed. Added afterwards by an UPDATE, the JSON
+ * (about 1 KB a version) wrote every row a second time: 7.8–10.3 s of the large catalog's rebuild,
+ * against 3.1–3.7 s more for the insert (bench/results/BUILD-PROFILE.md, Session 34). So the
+ * download counters are folded in by version before the insert, for it to compare.
+ */
+async function writeVisibleVersions(db: Db, reuse: string | null, counters: string | null): Promise<void> {
   if (reuse !== null) await db.run(`ATTACH DATABASE ? AS memo`, [reuse])
+  const counted = versionDownloads(counters !== null)
   // In project and rank order: the rowids' order, on which update matching relies (createVersionTargets refuses any other).
   const visible = `
     SELECT v.id, v.project_id, v.version_number, v.channel,
       row_number() OVER (PARTITION BY v.project_id ORDER BY v.published_at DESC, v.created_at DESC, v.id) - 1 AS rank,
-      v.game_versions, v.platforms, v.downloads${counters !== null ? ' + coalesce(c.n, 0)' : ''} AS downloads, v.created_at, v.published_at
-    FROM s_versions v NOT INDEXED${counters !== null ? ' LEFT JOIN temp.version_counters c ON c.version_id = v.id' : ''}
+      v.game_versions, v.platforms, ${counted.downloads} AS downloads, v.created_at, v.published_at
+    FROM s_versions v NOT INDEXED${counted.join}
     WHERE v.status = 'published' AND v.project_id IN visible_projects
     ORDER BY v.project_id, rank`
   // With the live release's JSON: the versions stay the outer loop of the LEFT JOIN, in their order.
@@ -332,11 +354,18 @@ async function writeAuthors(db: Db): Promise<Map<string, Author>> {
  * (`reuse`, as for the versions: copyProjectRows; `copied` counts them, null when nothing is reused).
  * Returns the refs used by dependencies.
  */
-async function writeProjects(db: Db, authors: Map<string, Author>, reuse: string | null): Promise<{ refs: Map<string, ProjectRef>; copied: number | null }> {
+async function writeProjects(db: Db, authors: Map<string, Author>, reuse: string | null, counted: boolean): Promise<{ refs: Map<string, ProjectRef>; copied: number | null }> {
+  // Each project's visible versions from staging, as writeVisibleVersions copies them (before it
+  // does): published, of a visible project, their downloads with the counters' (`counted`). The
+  // lists below walk s_versions_project for each project rendered: 1% of them in a rebuild; in the
+  // full build of the large catalog, staging indexed to the files copied took 43.7 s against 57.2
+  // with the lists read from the copied versions (bench/results/BUILD-PROFILE.md, Session 41).
   await db.exec(`
     CREATE TEMP TABLE gv_order AS SELECT version, json->>'releasedAt' AS released FROM s_game_versions;
     CREATE TEMP TABLE project_agg AS
-      SELECT project_id, sum(downloads) AS downloads FROM versions GROUP BY project_id;
+      SELECT v.project_id, sum(${versionDownloads(counted).downloads}) AS downloads
+      FROM s_versions v NOT INDEXED${versionDownloads(counted).join}
+      WHERE v.status = 'published' AND v.project_id IN visible_projects GROUP BY v.project_id;
     CREATE UNIQUE INDEX temp.project_agg_id ON project_agg(project_id);
     CREATE TEMP TABLE project_order AS SELECT id, row_number() OVER (ORDER BY id) AS position FROM s_projects WHERE status = 'published';
     CREATE INDEX temp.project_order_id ON project_order(id);
@@ -348,8 +377,8 @@ async function writeProjects(db: Db, authors: Map<string, Author>, reuse: string
     // The projects not copied (all of them in a full build), a page at a time in id order.
     const rows = await db.all<{ id: string; position: number; json: string; downloads: number | null; gv: string; platforms: string }>(
       `SELECT p.id, po.position, p.json, a.downloads,
-        (SELECT json_group_array(version) FROM (SELECT DISTINCT g.value AS version, o.released FROM versions v, json_each(v.game_versions) g JOIN gv_order o ON o.version = g.value WHERE v.project_id = p.id ORDER BY o.released, g.value)) AS gv,
-        (SELECT json_group_array(value) FROM (SELECT DISTINCT k.value FROM versions v, json_each(v.platforms) k WHERE v.project_id = p.id ORDER BY k.value)) AS platforms
+        (SELECT json_group_array(version) FROM (SELECT DISTINCT g.value AS version, o.released FROM s_versions v, json_each(v.game_versions) g JOIN gv_order o ON o.version = g.value WHERE v.project_id = p.id AND v.status = 'published' ORDER BY o.released, g.value)) AS gv,
+        (SELECT json_group_array(value) FROM (SELECT DISTINCT k.value FROM s_versions v, json_each(v.platforms) k WHERE v.project_id = p.id AND v.status = 'published' ORDER BY k.value)) AS platforms
        FROM s_projects p JOIN project_order po ON po.id = p.id LEFT JOIN project_agg a ON a.project_id = p.id
        WHERE p.status = 'published' AND p.id > ? AND p.id NOT IN (SELECT id FROM main.projects) ORDER BY p.id LIMIT ${PAGE}`,
       [last],

@@ -70,18 +70,20 @@ describe('staging kept between builds', () => {
     expect(validated).toBeLessThan(8)
     expect(parts.filter((_, i) => i !== validated).slice(0, 7)).toEqual([
       'indexed staging',
-      'copied the visible versions',
       'rendered the projects and the users',
+      'copied the visible versions',
       'copied the visible files and dependencies',
       "indexed the hashes and the versions' targets",
       'rendered the versions',
       'indexed the catalog',
     ])
-    // The search index is built beside the render, and copied into the compacted catalog before the seal.
+    // The search index is built beside the render, and copied into the compacted catalog before the
+    // seal takes that catalog. (The seal's manifest does not wait for the catalog, so at the sample's
+    // size its line may come before or after the index's.)
     const at = (prefix: string): number => logs.findIndex((l) => l.startsWith(prefix))
     expect(at('Wrote the catalog database')).toBeGreaterThan(at('… indexed the catalog'))
     expect(at('… built the search index beside the render')).toBeGreaterThan(at('Wrote the catalog database'))
-    expect(at('… built the search index beside the render')).toBeLessThan(at('Wrote the manifest'))
+    expect(at('The catalog was compacted')).toBeGreaterThan(at('… built the search index beside the render'))
     const cache = stagingCachePaths(dist)
     expect(existsSync(cache.file) && existsSync(cache.key)).toBe(true)
     // The columns and dependency rows the load takes out of each version (what the catalog copies)
