@@ -360,11 +360,12 @@ async function writeProjects(db: Db, authors: Map<string, Author>, reuse: string
   // lists below walk s_versions_project for each project rendered: 1% of them in a rebuild; in the
   // full build of the large catalog, staging indexed to the files copied took 43.7 s against 57.2
   // with the lists read from the copied versions (bench/results/BUILD-PROFILE.md, Session 41).
+  const sum = versionDownloads(counted)
   await db.exec(`
     CREATE TEMP TABLE gv_order AS SELECT version, json->>'releasedAt' AS released FROM s_game_versions;
     CREATE TEMP TABLE project_agg AS
-      SELECT v.project_id, sum(${versionDownloads(counted).downloads}) AS downloads
-      FROM s_versions v NOT INDEXED${versionDownloads(counted).join}
+      SELECT v.project_id, sum(${sum.downloads}) AS downloads
+      FROM s_versions v NOT INDEXED${sum.join}
       WHERE v.status = 'published' AND v.project_id IN visible_projects GROUP BY v.project_id;
     CREATE UNIQUE INDEX temp.project_agg_id ON project_agg(project_id);
     CREATE TEMP TABLE project_order AS SELECT id, row_number() OVER (ORDER BY id) AS position FROM s_projects WHERE status = 'published';
