@@ -274,6 +274,17 @@ describe('heap limit', () => {
     expect(checkHeapLimit(128 * MB, SHIM_HEAP_MB_DEFAULT * MB)).toBeNull()
   })
 
+  it('node on this machine takes the serve script\'s V8 flags (one it does not know stops it before the shim starts)', () => {
+    const start = (flags: readonly string[]) => spawnSync(process.execPath, [...flags, '-e', 'process.stdout.write("up")'], { encoding: 'utf8', timeout: 30_000 })
+    const run = start(SHIM_V8_FLAGS)
+    expect(run.stderr).toBe('')
+    expect(run.status).toBe(0)
+    expect(run.stdout).toBe('up')
+    const unknown = start([...SHIM_V8_FLAGS, '--no-such-v8-flag-here'])
+    expect(unknown.status).not.toBe(0)
+    expect(unknown.stdout).toBe('')
+  })
+
   it('the shim exits with that message instead of serving with a heap that a full cache would overflow', () => {
     const run = spawnSync(process.execPath, ['--max-old-space-size=100', 'node_modules/vite-node/dist/cli.mjs', 'shim/cli.ts'], {
       env: { ...process.env, CACHE_BYTES: String(512 * MB), DIST_DIR: mkdtempSync(path.join(os.tmpdir(), 'heap-dist-')), PORT: '0' },
