@@ -57,7 +57,8 @@ export const SHIM_MALLOC_ARENA_MAX_DEFAULT = 2
  * large catalog, bulk project reads one at a time after the bench's load at 32 in flight: 13–20 full
  * collections in 10 s and p99 18–76 ms with pretenuring, 0–1 and p99 6–18 ms without, in five
  * alternated rounds; the rows at 32 in flight with the static cache on were no worse, cache-off
- * lookups at 32 took 7–15% more CPU in two rounds (bench/results/PROFILE.md, Session 44). Then V8's
+ * lookups at 32 took 7–15% more CPU in two rounds, and 38% in the bench, where every one-at-a-time
+ * p99 fell 1.2–7× (bench/results/PROFILE.md, Session 44). Then V8's
  * logger turned on, writing nowhere. In
  * `npm run bench:serve` at the large catalog, a shim without the logger's flags answered static 200s at
  * 0.64–0.71× raw node in 8 of 13 runs (and 0.79–0.88× in the rest); with them, at 0.79–0.90× in 10 of
