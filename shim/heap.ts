@@ -49,23 +49,26 @@ export const SHIM_INITIAL_OLD_SPACE_MB_DEFAULT = 64
 export const SHIM_MALLOC_ARENA_MAX_DEFAULT = 2
 
 /**
- * V8 flags of the serve script besides the heap's. `--no-allocation-site-pretenuring`: under load
- * (32 requests in flight), the objects of a request outlive a scavenge or two, so V8 marks the
- * places that make them to allocate straight into the old generation, and keeps doing so once the
- * load falls and those objects die young; the old generation then filled within a second and was
- * collected in full again and again, each collection stopping every request for up to 80 ms. At the
- * large catalog, bulk project reads one at a time after the bench's load at 32 in flight: 13–20 full
- * collections in 10 s and p99 18–76 ms with pretenuring, 0–1 and p99 6–18 ms without, in five
- * alternated rounds; the rows at 32 in flight with the static cache on were no worse, cache-off
- * lookups at 32 took 7–15% more CPU in two rounds, and 38% in the bench, where every one-at-a-time
- * p99 fell 1.2–7× (bench/results/PROFILE.md, Session 44). Then V8's
- * logger turned on, writing nowhere. In
- * `npm run bench:serve` at the large catalog, a shim without the logger's flags answered static 200s at
- * 0.64–0.71× raw node in 8 of 13 runs (and 0.79–0.88× in the rest); with them, at 0.79–0.90× in 10 of
- * 10, the last four runs alternating with and without (bench/results/PROFILE.md, Session 8). The
- * logger registers a code-event listener; why that keeps the shim out of the slower state is not
- * known. A shim started without these flags still works; placed after them, `--no-log` turns the
-logger off and `--allocation-site-pretenuring` pretenuring back on.
+ * V8 flags of the serve script besides the heap's.
+ *
+ * `--no-allocation-site-pretenuring`: under load (32 requests in flight) a request's objects
+ * outlive a scavenge or two, so V8 marks the places that make them to allocate straight into the old
+ * generation, and keeps doing so once the load falls and those objects die young; the old generation
+ * then filled within a second and was collected in full again and again, each collection stopping
+ * every request for up to 80 ms. At the large catalog, bulk project reads one at a time after the
+ * bench's load at 32 in flight: 13–20 full collections in 10 s and p99 18–76 ms with pretenuring,
+ * 0–1 and p99 6–18 ms without, in five alternated rounds. In the bench every one-at-a-time p99 with
+ * the static cache on fell 1.2–7×, and the cache-on rows at 32 in flight were no worse; with the
+ * cache off, lookups at 32 in flight took 38% more CPU a request (bench/results/PROFILE.md, Session 44).
+ *
+ * `--log --logfile=/dev/null`: V8's logger turned on, writing nowhere. In `npm run bench:serve` at
+ * the large catalog, a shim without them answered static 200s at 0.64–0.71× raw node in 8 of 13 runs
+ * (and 0.79–0.88× in the rest); with them, at 0.79–0.90× in 10 of 10, the last four runs alternating
+ * with and without (bench/results/PROFILE.md, Session 8). The logger registers a code-event listener;
+ * why that keeps the shim out of the slower state is not known.
+ *
+ * A shim started without these flags still works; placed after them, `--no-log` turns the logger off
+ * and `--allocation-site-pretenuring` pretenuring back on.
  */
 export const SHIM_V8_FLAGS = ['--no-allocation-site-pretenuring', '--log', '--logfile=/dev/null'] as const
 
