@@ -58,8 +58,10 @@ export const SHIM_MALLOC_ARENA_MAX_DEFAULT = 2
  * every request for up to 80 ms. At the large catalog, bulk project reads one at a time after the
  * bench's load at 32 in flight: 13–20 full collections in 10 s and p99 18–76 ms with pretenuring,
  * 0–1 and p99 6–18 ms without, in five alternated rounds. In the bench every one-at-a-time p99 with
- * the static cache on fell 1.2–7×, and the cache-on rows at 32 in flight were no worse; with the
- * cache off, lookups at 32 in flight took 38% more CPU a request (bench/results/PROFILE.md, Session 44).
+ * the static cache on fell 1.2–7×, and the cache-on rows at 32 in flight were no worse (bench/results/PROFILE.md,
+ * Session 44). With `CACHE_BYTES=0` pretenuring did not pay either: in six alternated rounds the
+ * median CPU a request with it was 3% lower to 11% higher than without it, row by row (Session 45),
+ * so it stays off whatever the cache.
  *
  * `--log --logfile=/dev/null`: V8's logger turned on, writing nowhere. In `npm run bench:serve` at
  * the large catalog, a shim without them answered static 200s at 0.64–0.71× raw node in 8 of 13 runs
