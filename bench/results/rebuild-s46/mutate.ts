@@ -4,6 +4,8 @@
  */
 import { writeFileSync } from 'node:fs'
 import { mutateCatalog } from '../../../build/generate/mutate.ts'
-const r = mutateCatalog({ dir: process.env.DATA_DIR!, percent: 1, seed: 'bench' })
-writeFileSync(process.env.OUT!, r.files.join('\n') + '\n')
+const { DATA_DIR: dir, OUT: out } = process.env
+if (!dir || !out) throw new Error('mutate.ts needs DATA_DIR (the catalog to edit) and OUT (the list of changed files to write)')
+const r = mutateCatalog({ dir, percent: 1, seed: 'bench' })
+writeFileSync(out, r.files.join('\n') + '\n')
 console.log(`edited ${r.editedProjects} projects, ${r.editedVersions} versions`)
