@@ -120,6 +120,22 @@ describe('static cache references', () => {
     expect(cache.get!('/api/v1/a')).toBeUndefined()
     expect(cache.get!('plan')?.bytes.toString()).toBe('{"data":"p-1234"}')
   })
+  it('drop frees what the entry counted, in the window or the main space', () => {
+    const ENTRY = 19 + ENTRY_OVERHEAD_BYTES
+    // A window of 1% of 200 entries' bytes: the newest one or two wait there, the rest are in the main space.
+    const cache = createStaticCache(200 * ENTRY)
+    const key = (i: number): string => `/api/v1/${String(i).padStart(3, '0')}`
+    for (let i = 0; i < 200; i++) cache.put!(key(i), body(`{"data":"${String(i).padStart(8, '0')}"}`), cache.generation)
+    expect(cache.size).toBe(200)
+    // The oldest (main space) and the newest (window) dropped: two new entries fit without evicting any.
+    cache.drop!(key(0))
+    cache.drop!(key(199))
+    cache.drop!(key(199))
+    expect(cache.size).toBe(198)
+    for (const i of [200, 201]) cache.put!(key(i), body(`{"data":"${String(i).padStart(8, '0')}"}`), cache.generation)
+    expect(cache.size).toBe(200)
+    for (let i = 1; i < 199; i++) expect(cache.refOf!(key(i)), key(i)).toBeDefined()
+  })
 })
 
 describe('static cache eviction (W-TinyLFU)', () => {
