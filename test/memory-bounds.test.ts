@@ -120,6 +120,7 @@ describe('static cache references', () => {
     expect(cache.get!('/api/v1/a')).toBeUndefined()
     expect(cache.get!('plan')?.bytes.toString()).toBe('{"data":"p-1234"}')
   })
+
   it('drop frees what the entry counted, in the window or the main space', () => {
     const ENTRY = 19 + ENTRY_OVERHEAD_BYTES
     // A window of 1% of 200 entries' bytes: the newest one or two wait there, the rest are in the main space.
