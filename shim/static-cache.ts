@@ -218,8 +218,12 @@ const BYTES_PER_ADDITION = 200
  * admission by frequency, the entries kept keep their place and the rest are read or made when
  * asked; a one-off scan (a crawler reading every project once) is never asked more often than what
  * it would push out, so it pushes out nothing.
+ *
+ * With no bytes to keep anything in (CACHE_BYTES=0) it is a store without memory (readStatic): none
+ * of the optional methods, so the routes neither look anything up nor make keys for it.
  */
 export function createStaticCache(maxBytes: number): StaticCache {
+  if (maxBytes === 0) return readStatic()
   // Insertion order is each space's order: the first entries are the oldest (the window's next to
   // leave, the main space's clock hand).
   const window = new Map<string, Entry>()
@@ -286,9 +290,8 @@ export function createStaticCache(maxBytes: number): StaticCache {
   }
   /** Keeps body under urlPath unless made in another generation; the entry kept is the one returned. */
   const store = <B extends KeptBody>(urlPath: string, body: B, madeIn: number): B => {
-    // Made from a release that is no longer live: answer with it, keep nothing under its path. With
-    // no bytes to keep anything in (CACHE_BYTES=0), nothing is looked up or counted either.
-    if (madeIn !== generation || maxBytes === 0) return body
+    // Made from a release that is no longer live: answer with it, keep nothing under its path.
+    if (madeIn !== generation) return body
     const key = keyOf(urlPath)
     // Another request may have made the same body meanwhile: keep one entry, count its bytes once.
     const raced = lookup(key)
@@ -336,15 +339,8 @@ export function createStaticCache(maxBytes: number): StaticCache {
       const hit = get(urlPath)
       if (hit) return hit
       const started = generation
-      let bytesRead: Buffer
-      try {
-        bytesRead = await readFile(releaseFileOf(releaseDir, urlPath))
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code
-        if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENAMETOOLONG') return null
-        throw err
-      }
-      return store(urlPath, createBody(bytesRead), started)
+      const body = await readReleaseBody(releaseDir, urlPath)
+      return body === null ? null : store(urlPath, body, started)
     },
     clear() {
       for (const entry of main.values()) entry.kept = undefined
@@ -363,5 +359,36 @@ export function createStaticCache(maxBytes: number): StaticCache {
     get size() {
       return main.size + window.size
     },
+  }
+}
+
+/** The body of a request path's file in the release folder, read from disk; null when there is no such file. */
+async function readReleaseBody(releaseDir: string, urlPath: string): Promise<Body | null> {
+  try {
+    return createBody(await readFile(releaseFileOf(releaseDir, urlPath)))
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENAMETOOLONG') return null
+    throw err
+  }
+}
+
+/**
+ * The static store of CACHE_BYTES=0: every body read from its file, nothing kept, and none of the
+ * optional methods. With the memory's methods there (as before), a cache-off bulk hash lookup still
+ * made its answer key, a SHA-256 of the 6.5 KB query (3.4% of the event loop at 32 in flight), and
+ * looked up its 100 hashes in empty maps, all for a cache that could keep nothing.
+ */
+function readStatic(): StaticCache {
+  let generation = 0
+  return {
+    read: readReleaseBody,
+    clear() {
+      generation++
+    },
+    get generation() {
+      return generation
+    },
+    size: 0,
   }
 }

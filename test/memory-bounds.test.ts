@@ -7,6 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { createBody } from '../build/render/body.ts'
 import {
   checkHeapLimit,
   HEAP_HEADROOM_BYTES,
@@ -269,6 +270,24 @@ describe('static cache keys', () => {
     expect((await inFlight)?.bytes.toString()).toBe('{"data":"a"}')
     expect(cache.size).toBe(0)
     expect(cache.get!('/api/v1/projects/x')).toBeUndefined()
+    expect((await cache.read(b, '/api/v1/projects/x'))?.bytes.toString()).toBe('{"data":"b"}')
+  })
+
+  it('with no bytes (CACHE_BYTES=0) there is no memory to ask: every read is the file\'s bytes as they are now, nothing is kept', async () => {
+    const { a, b } = twoReleases()
+    const cache = createStaticCache(0)
+    // None of the optional methods: the routes then make no answer key and look nothing up.
+    expect([cache.get, cache.put, cache.refOf, cache.hit, cache.drop, cache.admit]).toEqual([undefined, undefined, undefined, undefined, undefined, undefined])
+    const first = await cache.read(a, '/api/v1/projects/x')
+    expect([first?.bytes.toString(), first?.etag]).toEqual(['{"data":"a"}', createBody(Buffer.from('{"data":"a"}')).etag])
+    // Read again after the file changed: its new bytes, not a kept copy.
+    writeFileSync(path.join(a, 'public/api/v1/projects/x.json'), '{"data":"a2"}')
+    expect((await cache.read(a, '/api/v1/projects/x'))?.bytes.toString()).toBe('{"data":"a2"}')
+    expect(await cache.read(a, '/api/v1/projects/none')).toBeNull()
+    expect(cache.size).toBe(0)
+    const generation = cache.generation
+    cache.clear()
+    expect(cache.generation).toBe(generation + 1)
     expect((await cache.read(b, '/api/v1/projects/x'))?.bytes.toString()).toBe('{"data":"b"}')
   })
 })

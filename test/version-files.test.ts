@@ -529,6 +529,44 @@ describe('update matching', () => {
   })
 })
 
+describe('with CACHE_BYTES=0', () => {
+  let off: TestServer
+  beforeAll(async () => {
+    off = await startServer(inject('distDir'), { cacheBytes: 0 })
+  })
+  afterAll(async () => {
+    expect(off.serverErrors()).toBe(0)
+    await off.close()
+  })
+
+  it('answers every hash route with the bytes and ETag of the default shim, asked again and again, each time from SQLite', async () => {
+    // A store without memory: no answer key is made for it, nothing is looked up or kept.
+    expect(off.ctx.cache.get).toBeUndefined()
+    const hashes = [...byHash.keys()].slice(0, 25)
+    const hash = hashes.find((h) => expectedUpdate(h, { channel: ['stable'] }))!
+    const bulk = [`/version-files?hashes=${hashes.join(',')}`, `/version-files/update?hashes=${hashes.join(',')}&loader=fabric&channel=stable`]
+    const paths = [...bulk, `/version-files/${hash}`, `/version-files/${hash}/update?channel=stable`]
+    server.ctx.cache.clear()
+    const queries = vi.spyOn(off.ctx.release.db, 'all')
+    try {
+      for (let round = 0; round < 3; round++) {
+        for (const p of paths) {
+          const [want, got] = await Promise.all([server.get(p), off.get(p)])
+          expect([p, got.status, await got.text(), got.headers.get('etag')]).toEqual([p, 200, await want.text(), want.headers.get('etag')])
+        }
+        // One query for each bulk answer and for the single update, every round: nothing was kept.
+        expect(queries).toHaveBeenCalledTimes(3 * (round + 1))
+      }
+    } finally {
+      queries.mockRestore()
+    }
+    expect(off.ctx.cache.size).toBe(0)
+    // The default shim kept what was asked again; the one without memory answered the same.
+    expect(server.ctx.cache.get!(answerCacheKey('updates', bulk[1]!.split('?')[1]!))).toBeDefined()
+    server.ctx.cache.clear()
+  })
+})
+
 describe('GET /files/{id}/download', () => {
   it('redirects (302, no-store, empty body) to the content-addressed object, which has the exact bytes', async () => {
     const files = [...lists.values()].flatMap((l) => l.flatMap((v) => v.files))

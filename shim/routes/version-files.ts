@@ -421,8 +421,9 @@ async function handleVersionFile(input: RouteInput): Promise<void> {
 async function handleVersionFiles(input: RouteInput): Promise<void> {
   const { ctx, event } = input
   const { cache } = ctx
-  const key = answerCacheKey('hashes', input.search)
-  const plan = cache.get?.(key) as SplicePlan | undefined
+  // No key is made for a store that keeps nothing (CACHE_BYTES=0, a snapshot): it has no get.
+  const key = cache.get === undefined ? undefined : answerCacheKey('hashes', input.search)
+  const plan = key === undefined ? undefined : (cache.get?.(key) as SplicePlan | undefined)
   const kept = plan && answerFromPlan(cache, plan, ctx.release.id)
   if (kept) return sendBodyParts(event, kept, mutableCacheControl(ctx))
   const generation = cache.generation
@@ -430,8 +431,10 @@ async function handleVersionFiles(input: RouteInput): Promise<void> {
   const made = await renderVersionsByHash(ctx, hashes)
   // A plan with a body that left the cache is replaced by one that refers to the entries kept now;
   // a request asked for the first time is only noted (admit), and its plan kept when it comes again.
-  if (plan && cache.get?.(key) === plan) cache.drop?.(key)
-  if (made.plan && (plan !== undefined || cache.admit?.(key) === true)) cache.put?.(key, made.plan, generation)
+  if (key !== undefined) {
+    if (plan && cache.get?.(key) === plan) cache.drop?.(key)
+    if (made.plan && (plan !== undefined || cache.admit?.(key) === true)) cache.put?.(key, made.plan, generation)
+  }
   sendBodyParts(event, made.answer, mutableCacheControl(ctx))
 }
 
@@ -449,9 +452,12 @@ async function handleVersionFiles(input: RouteInput): Promise<void> {
  * (422) or finds nothing for (a single file without an update: 404) throws, and runs again when
  * asked again.
  */
-async function cachedUpdate(ctx: RouteInput['ctx'], key: string, make: () => Promise<Body>): Promise<Body> {
+async function cachedUpdate(ctx: RouteInput['ctx'], kind: 'update' | 'updates', target: string, make: () => Promise<Body>): Promise<Body> {
   const { cache } = ctx
-  const kept = cache.get?.(key)
+  // A store that keeps nothing (CACHE_BYTES=0, a snapshot) has no get: no key is made for it.
+  if (cache.get === undefined) return await make()
+  const key = answerCacheKey(kind, target)
+  const kept = cache.get(key)
   if (kept !== undefined) return kept
   const generation = cache.generation
   const body = await make()
@@ -463,7 +469,7 @@ async function cachedUpdate(ctx: RouteInput['ctx'], key: string, make: () => Pro
 async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
   const rawHash = input.params.hash!
-  const body = await cachedUpdate(ctx, answerCacheKey('update', JSON.stringify([rawHash, input.search])), async () => {
+  const body = await cachedUpdate(ctx, 'update', JSON.stringify([rawHash, input.search]), async () => {
     const query = readQuery(input.search, versionFileUpdateQuerySchema)
     const hash = readPathHash(rawHash, query.algorithm)
     const [match] = await findUpdates(ctx.release, [hash], query)
@@ -476,7 +482,7 @@ async function handleVersionFileUpdate(input: RouteInput): Promise<void> {
 /** GET /version-files/update?hashes=: VersionsByHash of each file's update; no match left out. */
 async function handleVersionFilesUpdate(input: RouteInput): Promise<void> {
   const { ctx, event } = input
-  const body = await cachedUpdate(ctx, answerCacheKey('updates', input.search), async () => {
+  const body = await cachedUpdate(ctx, 'updates', input.search, async () => {
     const { hashes, rest } = readHashQuery(input.search, versionFilesUpdateOtherParamsSchema, versionFilesUpdateQuerySchema)
     return renderVersionsByHashBody(await findUpdates(ctx.release, hashes, rest))
   })
