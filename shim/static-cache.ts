@@ -364,13 +364,15 @@ export function createStaticCache(maxBytes: number): StaticCache {
 
 /** The body of a request path's file in the release folder, read from disk; null when there is no such file. */
 async function readReleaseBody(releaseDir: string, urlPath: string): Promise<Body | null> {
+  let bytes: Buffer
   try {
-    return createBody(await readFile(releaseFileOf(releaseDir, urlPath)))
+    bytes = await readFile(releaseFileOf(releaseDir, urlPath))
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENAMETOOLONG') return null
     throw err
   }
+  return createBody(bytes)
 }
 
 /**
