@@ -101,7 +101,7 @@ describe('body pack', () => {
       } else {
         const writer = createReleaseWriter(dir, () => {}, null, { packBodies: true })
         for (const [i, bytes] of bodies.entries()) writer.write(names(i), bytes)
-        writer.finish()
+        await writer.finish()
       }
       expect(hasBodyPack(dir)).toBe(true)
       const order = await writeBodyOrder(dir)
@@ -137,7 +137,7 @@ describe('body pack', () => {
     const dir = mkdtempSync(path.join(root, 'nopack-'))
     const writer = createReleaseWriter(dir, () => {}, null, { packBodies: false })
     writer.write(names(0), bodies[0]!)
-    writer.finish()
+    await writer.finish()
     expect(existsSync(path.join(dir, '.bodies.pack'))).toBe(false)
     expect(hasBodyPack(dir)).toBe(false)
   })

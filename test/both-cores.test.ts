@@ -197,7 +197,7 @@ describe('write process', () => {
     const local = mkdtempSync(path.join(root, 'share-local-'))
     const writer = createReleaseWriter(local, () => {}, path.join(local, 'store'))
     for (const [i, bytes] of bodies.entries()) writer.write(names(i), bytes)
-    const expected = writer.finish()
+    const expected = await writer.finish()
     const shared = mkdtempSync(path.join(root, 'share-pool-'))
     const pool = createWritePool(shared, () => {}, path.join(shared, 'store'))
     try {

@@ -2,9 +2,10 @@
  * The manifest recorder (issue 7): manifest.tsv holds every recorded name's line in record order,
  * and each raw shard the lines of its names, in the same order, byte for byte what formatEntry and
  * shardOf give, past many flushes of its buffers, with names of several UTF-8 widths and names too
- * long for a shard's buffer or for manifest.tsv's.
+ * long for a shard's buffer or for manifest.tsv's; its thread's failure (a shard it cannot write)
+ * fails the recorder, naming the file, and marks nothing complete.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -15,7 +16,7 @@ const root = mkdtempSync(path.join(os.tmpdir(), 'manifest-recorder-test-'))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 describe('manifest recorder', () => {
-  it('writes every line to manifest.tsv in record order and to its shard, whatever the buffers hold', () => {
+  it('writes every line to manifest.tsv in record order and to its shard, whatever the buffers hold', async () => {
     const dir = mkdtempSync(path.join(root, 'release-'))
     const recorder = createManifestRecorder(dir, () => {})
     const expected: string[] = []
@@ -39,7 +40,7 @@ describe('manifest recorder', () => {
     record([`public/api/v2/long/${'x'.repeat(70_000)}`], '{"long":1}', false)
     record([`public/api/v2/longer/${'é'.repeat(400_000)}`, 'public/api/v2/after-the-longest'], '{"long":2}', false)
     record(['public/api/v2/last'], '{}', true)
-    const stats = recorder.finish()
+    const stats = await recorder.finish()
 
     expect(readFileSync(path.join(dir, 'manifest.tsv'), 'utf8')).toBe(expected.join(''))
     const byShard = new Map(listShards().map((s) => [s, [] as string[]]))
@@ -54,11 +55,33 @@ describe('manifest recorder', () => {
     expect(existsSync(path.join(dir, '.complete'))).toBe(true)
   })
 
-  it('does not mark the release complete when closed without finishing', () => {
+  it('does not mark the release complete when closed without finishing', async () => {
     const dir = mkdtempSync(path.join(root, 'failed-'))
     const recorder = createManifestRecorder(dir, () => {})
     recorder.record(['public/api/v2/a'], hashBytes('a'), 1, true)
     recorder.close()
+    // The thread closes its files and ends; nothing more is written.
+    await new Promise((resolve) => setTimeout(resolve, 200))
     expect(existsSync(path.join(dir, '.complete'))).toBe(false)
+    expect(readFileSync(path.join(dir, 'manifest.tsv'), 'utf8')).toBe('')
+  })
+
+  it('fails, naming the file, when its thread cannot write a shard, and marks nothing complete', async () => {
+    const dir = mkdtempSync(path.join(root, 'unwritable-'))
+    // A folder where shard 00 should be: the thread cannot open it for writing.
+    mkdirSync(path.join(dir, RAW_SHARDS_DIR, '00.tsv'), { recursive: true })
+    const recorder = createManifestRecorder(dir, () => {})
+    const sha256 = hashBytes('x')
+    // Records are taken until the thread's failure is known; finish reports it.
+    let thrown: unknown = null
+    try {
+      for (let i = 0; i < 200_000; i++) recorder.record([`public/api/v2/x/${i}`], sha256, 1, false)
+    } catch (err) {
+      thrown = err
+    }
+    await expect(recorder.finish()).rejects.toThrow(/00\.tsv/)
+    if (thrown !== null) expect(String(thrown)).toMatch(/writing the manifest of/)
+    expect(existsSync(path.join(dir, '.complete'))).toBe(false)
+    recorder.close()
   })
 })

@@ -56,12 +56,14 @@ export async function rereleaseRelease(options: Pick<BuildOptions, 'distDir' | '
 
   const started = Date.now()
   const pending = prepareRelease(options.distDir)
+  let writer: ReleaseWriter | null = null
   try {
-    const writer = createReleaseWriter(pending.dir, (s) => options.log(`… ${s.files} names relinked`), path.join(options.distDir, 'store'), {
+    writer = createReleaseWriter(pending.dir, (s) => options.log(`… ${s.files} names relinked`), path.join(options.distDir, 'store'), {
       packBodies: options.release.snapshot || options.release.archive,
     })
     await relinkNames(sourceDir, writer)
-    const stats = writer.finish()
+    const stats = await writer.finish()
+    writer = null
     // The catalog is one file, not a served body: a link to the kept one (same bytes, same inode).
     linkSync(path.join(sourceDir, 'catalog.sqlite'), path.join(pending.dir, 'catalog.sqlite'))
     const sealed = await sealRelease({
@@ -82,6 +84,7 @@ export async function rereleaseRelease(options: Pick<BuildOptions, 'distDir' | '
     )
     return { from, release: sealed.pointer, releaseDir, changes: sealed.changes }
   } catch (err) {
+    writer?.close()
     abortRelease(options.distDir, pending)
     throw err
   }

@@ -185,7 +185,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
       await exit
       rmSync(spool, { recursive: true, force: true })
       // Every body is in the tree: the manifest closes and the release is marked complete.
-      const stats = recorder.finish()
+      const stats = await recorder.finish()
       complete = true
       stats.written = written
       return { stats, usage: { maxRss: usage.maxRss, cpuSeconds: usage.cpuSeconds, batches: { process: next, main: local } } }

@@ -117,7 +117,7 @@ export function createLocalSink(releaseDir: string, onProgress: (stats: WriteSta
     writeStored: (names, sha256, size) => writer.writeStored(names, sha256, size),
     copy: (name, source) => writer.copy(name, source),
     drain: async () => {},
-    finish: async () => ({ stats: writer.finish(), usage: null }),
-    close: async () => {},
+    finish: async () => ({ stats: await writer.finish(), usage: null }),
+    close: async () => writer.close(),
   }
 }

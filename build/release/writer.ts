@@ -13,10 +13,11 @@
  * one stat per body: no index in memory, whatever the size of the catalog.
  */
 import { hash } from 'node:crypto'
-import { closeSync, mkdirSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { mkdirSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { createBodyPackWriter } from './body-pack.ts'
-import { formatEntry, listShards, shardIndexOf } from './manifest.ts'
+import { Worker } from 'node:worker_threads'
+import { formatEntry, listShards } from './manifest.ts'
 import { createReleaseTree } from './tree.ts'
 
 export { linkOrCopy } from './tree.ts'
@@ -41,8 +42,10 @@ export interface ReleaseWriter {
   writeStored(names: readonly string[], sha256: string, size: number): void
   /** Copies a blob from the source catalog under a name. */
   copy(name: string, source: string): void
-  /** Closes the manifest; returns the totals. */
-  finish(): WriteStats
+  /** Closes the manifest; resolves with the totals. */
+  finish(): Promise<WriteStats>
+  /** Closes the manifest's files without completing the release (the build failed). */
+  close(): void
 }
 
 /** The manifest half of a writer: the lines of every name, in the order they are recorded. */
@@ -55,7 +58,7 @@ export interface ManifestRecorder {
   /** Totals so far (`written` counts what record was told). */
   readonly stats: WriteStats
   /** Closes the manifest and marks the release complete: call it once every body is in the tree. */
-  finish(): WriteStats
+  finish(): Promise<WriteStats>
   /** Closes the files without completing the release (the build failed). */
   close(): void
 }
@@ -95,6 +98,7 @@ export function createReleaseWriter(releaseDir: string, onProgress: (stats: Writ
       recorder.record([name], sha256, size, tree.putCopy(name, source, sha256, size))
     },
     finish: () => recorder.finish(),
+    close: () => recorder.close(),
   }
 }
 
@@ -108,112 +112,222 @@ export function describeCopy(name: string, source: string): { sha256: string; si
   return { sha256: name.split('/').at(-2)!, size: statSync(source).size }
 }
 
-/** Bytes of manifest.tsv's write buffer (a line is appended to it once, then copied to its shard's). */
-const MANIFEST_BUFFER = 1 << 20
-/** Bytes of each raw shard's write buffer: 256 of them, 16 MB, allocated once. */
+/**
+ * Bytes of each buffer of lines the recorder hands to its thread (a line is encoded once, into one
+ * of these, on the calling thread). A line longer than this goes in a buffer of its own.
+ */
+const LINES_BUFFER = 1 << 20
+/** Bytes of each raw shard's write buffer on the thread: 256 of them, 16 MB, allocated once. */
 const SHARD_BUFFER = 1 << 16
+/** Buffers of lines sent to the thread and not yet written: past this the calling thread waits (bounded memory). */
+const LINES_IN_FLIGHT = 16
+/** Longest the calling thread waits for the thread to take a buffer before giving up on it. */
+const THREAD_WAIT_MS = 120_000
+/** Bytes of a failure's message the recorder's thread leaves in its shared state (cut beyond). */
+const FAILURE_BYTES = 4096
+/** The shortest line: a one-byte name, a tab, 64 hex digits, a tab, one digit and a newline. */
+const SHORTEST_LINE = 1 + 1 + 64 + 1 + 1 + 1
 
-/** A file written through one fixed buffer: `used` bytes of `buf` wait for `flush`. */
-interface BufferedFile {
-  fd: number
-  buf: Buffer
-  used: number
+/**
+ * The recorder's thread (plain JavaScript, evaluated, as hash-file.ts's): opens manifest.tsv and the
+ * 256 raw shards, and for each buffer of lines it is sent writes the buffer to manifest.tsv as it
+ * is and copies each line to its shard's buffer, the shard being the first byte of the SHA-256 of
+ * the name's UTF-8 bytes (shardIndexOf's rule, on the bytes the calling thread encoded). `marks`
+ * gives, per line, where its name and the line end. `state`, shared: its first 32-bit number counts
+ * the buffers sent and not yet written; the second is 1 once the thread failed and 2 once it has
+ * written and closed every file; the third is the length of the failure's message, whose UTF-8
+ * bytes start at byte 16. The outcome is read from there, not from messages, which the thread's end
+ * can overtake.
+ */
+const RECORDER_THREAD = `
+const { parentPort, workerData } = require('node:worker_threads')
+const { hash } = require('node:crypto')
+const { closeSync, openSync, writeSync } = require('node:fs')
+const { manifestFile, shardFiles, shardBuffer, state } = workerData
+const flags = new Int32Array(state, 0, 4)
+const fds = []
+const shards = []
+const flush = (s) => {
+  if (s.used > 0) writeSync(s.fd, s.buf, 0, s.used)
+  s.used = 0
 }
-
-function openBuffered(file: string, size: number): BufferedFile {
-  return { fd: openSync(file, 'w'), buf: Buffer.allocUnsafe(size), used: 0 }
+const closeAll = () => {
+  for (const fd of fds.splice(0)) closeSync(fd)
 }
-
-function flush(out: BufferedFile): void {
-  if (out.used > 0) writeSync(out.fd, out.buf, 0, out.used)
-  out.used = 0
+const fail = (err) => {
+  const written = Buffer.from(state, 16).write(String((err && err.message) || err))
+  Atomics.store(flags, 2, written)
+  Atomics.store(flags, 1, 1)
+  Atomics.notify(flags, 0)
+  try { closeAll() } catch {}
+  parentPort.close()
 }
-
-/** Appends bytes to a buffered file (flushing it first when they would not fit; a run longer than the buffer is written at once). */
-function append(out: BufferedFile, bytes: Uint8Array): void {
-  if (out.used + bytes.length > out.buf.length) flush(out)
-  if (bytes.length > out.buf.length) {
-    writeSync(out.fd, bytes)
-    return
+try {
+  const manifest = openSync(manifestFile, 'w')
+  fds.push(manifest)
+  for (const file of shardFiles) {
+    const fd = openSync(file, 'w')
+    fds.push(fd)
+    shards.push({ fd, buf: Buffer.allocUnsafe(shardBuffer), used: 0 })
   }
-  out.buf.set(bytes, out.used)
-  out.used += bytes.length
+  parentPort.on('message', (m) => {
+    try {
+      if (m.type === 'lines') {
+        const buf = Buffer.from(m.buffer, 0, m.length)
+        const marks = new Uint32Array(m.marks)
+        writeSync(manifest, buf)
+        let start = 0
+        for (let i = 0; i < m.lines; i++) {
+          const nameEnd = marks[2 * i]
+          const end = marks[2 * i + 1]
+          const shard = shards[hash('sha256', buf.subarray(start, nameEnd), 'binary').charCodeAt(0)]
+          const length = end - start
+          if (shard.used + length > shard.buf.length) flush(shard)
+          if (length > shard.buf.length) writeSync(shard.fd, buf, start, length)
+          else {
+            buf.copy(shard.buf, shard.used, start, end)
+            shard.used += length
+          }
+          start = end
+        }
+        Atomics.sub(flags, 0, 1)
+        Atomics.notify(flags, 0)
+      } else if (m.type === 'finish') {
+        for (const s of shards) flush(s)
+        closeAll()
+        Atomics.store(flags, 1, 2)
+        parentPort.close()
+      } else if (m.type === 'close') {
+        closeAll()
+        parentPort.close()
+      }
+    } catch (err) {
+      fail(err)
+    }
+  })
+} catch (err) {
+  fail(err)
 }
+`
 
 /**
  * Creates the manifest of `releaseDir` (manifest.tsv and the raw shards, and the body pack when
  * `options.packBodies`); `onProgress` every 5 s or so.
  *
- * Each line is encoded once, straight into manifest.tsv's buffer, and its bytes copied into its
- * shard's buffer: no line is kept as a string. Lines kept in arrays until a shard's 512 were
- * written (up to 131,000 strings at a time) outlived V8's young generation: in a profile of a 1%
- * rebuild at the large catalog, recording took 6.1 s of the render's main thread and garbage
- * collection 5.7 s (BUILD-PROFILE.md, Session 34; the figures after this change are Session 35's).
+ * Each line is encoded once, on the calling thread, into a buffer of lines; a full buffer goes to
+ * the recorder's thread (RECORDER_THREAD, transferred, not copied), which writes it to manifest.tsv
+ * and spreads its lines over their shards. Taking each name's shard (a SHA-256 of it) and copying
+ * its line there was about a fifth of the render's main thread in a 1% rebuild at the large catalog,
+ * which that thread bounds, while the other core had room (bench/results/BUILD-PROFILE.md, Session
+ * 49). The files are the same bytes as when one thread did both. At most LINES_IN_FLIGHT buffers
+ * wait for the thread: past that the calling thread waits for it (Atomics.wait), so memory stays
+ * bounded if the disk is slow. A failure of the thread (a file it cannot open or write) fails the
+ * next record and finish, naming it; nothing is marked complete.
+ *
+ * Lines are not kept as strings: kept in arrays until a shard's 512 were written (up to 131,000
+ * strings at a time), they outlived V8's young generation (BUILD-PROFILE.md, Session 34).
  */
 export function createManifestRecorder(releaseDir: string, onProgress: (stats: WriteStats) => void, options: RecorderOptions = {}): ManifestRecorder {
-  const manifest = openBuffered(path.join(releaseDir, 'manifest.tsv'), MANIFEST_BUFFER)
-  const pack = options.packBodies ? createBodyPackWriter(releaseDir) : null
   mkdirSync(path.join(releaseDir, RAW_SHARDS_DIR), { recursive: true })
-  // In shard order: the shard of a name is its index here (shardIndexOf).
-  const shards = listShards().map((s) => openBuffered(path.join(releaseDir, RAW_SHARDS_DIR, `${s}.tsv`), SHARD_BUFFER))
+  const state = new SharedArrayBuffer(16 + FAILURE_BYTES)
+  const flags = new Int32Array(state, 0, 4)
+  const worker = new Worker(RECORDER_THREAD, {
+    eval: true,
+    workerData: {
+      manifestFile: path.join(releaseDir, 'manifest.tsv'),
+      // In shard order: the shard of a name is its index here (shardIndexOf).
+      shardFiles: listShards().map((s) => path.join(releaseDir, RAW_SHARDS_DIR, `${s}.tsv`)),
+      shardBuffer: SHARD_BUFFER,
+      state,
+    },
+  })
+  let finished: { resolve(): void; reject(err: Error): void } | null = null
+  let ended = false
+  let startError: string | null = null
+  const failed = (): Error => {
+    const message = Atomics.load(flags, 1) === 1 ? Buffer.from(state, 16, Atomics.load(flags, 2)).toString() : (startError ?? 'its thread ended before it was done')
+    return new Error(`writing the manifest of ${releaseDir}: ${message}`)
+  }
+  // The thread ends after finishing, failing or being closed: which one, its state says.
+  worker.on('exit', () => {
+    ended = true
+    if (Atomics.load(flags, 1) === 2) finished?.resolve()
+    else finished?.reject(failed())
+  })
+  worker.on('error', (err) => {
+    startError ??= err.message
+  })
+  const pack = options.packBodies ? createBodyPackWriter(releaseDir) : null
   const stats: WriteStats = { files: 0, bodies: 0, bytes: 0, written: 0 }
   let lastProgress = Date.now()
-  const closeAll = (): void => {
-    closeSync(manifest.fd)
-    for (const shard of shards) closeSync(shard.fd)
+
+  const newBuffer = (size: number): { buf: Buffer; marks: Uint32Array; used: number; lines: number } => ({
+    buf: Buffer.allocUnsafeSlow(size),
+    marks: new Uint32Array(2 * (Math.floor(size / SHORTEST_LINE) + 1)),
+    used: 0,
+    lines: 0,
+  })
+  let out = newBuffer(LINES_BUFFER)
+  const check = (): void => {
+    if (Atomics.load(flags, 1) === 1 || ended) throw failed()
+  }
+  // Hands the buffer of lines to the thread (waiting while LINES_IN_FLIGHT are not yet written) and starts another of `size` bytes.
+  const send = (size: number): void => {
+    if (out.lines > 0) {
+      for (let waited = 0; Atomics.load(flags, 0) >= LINES_IN_FLIGHT; waited += 100) {
+        check()
+        if (waited >= THREAD_WAIT_MS) throw new Error(`writing the manifest of ${releaseDir}: its thread took no buffer for ${THREAD_WAIT_MS / 1000} s`)
+        Atomics.wait(flags, 0, Atomics.load(flags, 0), 100)
+      }
+      check()
+      Atomics.add(flags, 0, 1)
+      const { buf, marks, used, lines } = out
+      worker.postMessage({ type: 'lines', buffer: buf.buffer, length: used, marks: marks.buffer, lines }, [buf.buffer as ArrayBuffer, marks.buffer as ArrayBuffer])
+      if (Date.now() - lastProgress > 5000) {
+        lastProgress = Date.now()
+        onProgress(stats)
+      }
+    }
+    out = newBuffer(size)
   }
   return {
     stats,
     record(names, sha256, size, written, bytes) {
+      check()
       if (bytes) pack?.append(sha256, bytes)
       // formatEntry's line, its tail (ASCII) made once for the body's names.
       const tail = formatEntry({ path: '', sha256, size })
       for (const name of names) {
         // UTF-8 takes at most 3 bytes per UTF-16 code unit: room is made before the line is encoded.
         const most = name.length * 3 + tail.length
-        if (most > manifest.buf.length) {
-          // Longer than any name a release has, but not lost either: written through at once.
-          const line = Buffer.from(name + tail)
-          append(manifest, line)
-          append(shards[shardIndexOf(name)]!, line)
-          continue
-        }
-        if (manifest.used + most > manifest.buf.length) {
-          flush(manifest)
-          if (Date.now() - lastProgress > 5000) {
-            lastProgress = Date.now()
-            onProgress(stats)
-          }
-        }
-        const start = manifest.used
-        manifest.used += manifest.buf.write(name, start, 'utf8')
-        manifest.used += manifest.buf.write(tail, manifest.used, 'latin1')
-        // Copied into the shard's buffer (no view of the bytes made: 5.1 M lines at the large catalog).
-        const shard = shards[shardIndexOf(name)]!
-        const length = manifest.used - start
-        if (shard.used + length > shard.buf.length) flush(shard)
-        if (length > shard.buf.length) writeSync(shard.fd, manifest.buf, start, length)
-        else {
-          manifest.buf.copy(shard.buf, shard.used, start, manifest.used)
-          shard.used += length
-        }
+        if (out.used + most > out.buf.length || 2 * out.lines + 2 > out.marks.length) send(Math.max(LINES_BUFFER, most))
+        const { buf, marks } = out
+        out.used += buf.write(name, out.used, 'utf8')
+        marks[2 * out.lines] = out.used
+        out.used += buf.write(tail, out.used, 'latin1')
+        marks[2 * out.lines + 1] = out.used
+        out.lines++
       }
       stats.files += names.length
       stats.bodies++
       stats.bytes += size
       if (written) stats.written++
     },
-    finish() {
-      flush(manifest)
-      for (const shard of shards) flush(shard)
-      closeAll()
+    async finish() {
+      send(0)
+      await new Promise<void>((resolve, reject) => {
+        finished = { resolve, reject }
+        if (ended) reject(failed())
+        else worker.postMessage({ type: 'finish' })
+      })
       pack?.finish()
       writeFileSync(path.join(releaseDir, '.complete'), '')
       return stats
     },
     close() {
       pack?.close()
-      closeAll()
+      if (!ended) worker.postMessage({ type: 'close' })
+      worker.unref()
     },
   }
 }
