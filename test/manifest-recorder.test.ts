@@ -59,9 +59,8 @@ describe('manifest recorder', () => {
     const dir = mkdtempSync(path.join(root, 'failed-'))
     const recorder = createManifestRecorder(dir, () => {})
     recorder.record(['public/api/v2/a'], hashBytes('a'), 1, true)
-    recorder.close()
-    // The thread closes its files and ends; nothing more is written.
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    // Resolves once the thread has closed its files and ended: nothing more is written.
+    await recorder.close()
     expect(existsSync(path.join(dir, '.complete'))).toBe(false)
     expect(readFileSync(path.join(dir, 'manifest.tsv'), 'utf8')).toBe('')
   })
@@ -82,6 +81,6 @@ describe('manifest recorder', () => {
     await expect(recorder.finish()).rejects.toThrow(/00\.tsv/)
     if (thrown !== null) expect(String(thrown)).toMatch(/writing the manifest of/)
     expect(existsSync(path.join(dir, '.complete'))).toBe(false)
-    recorder.close()
+    await recorder.close()
   })
 })

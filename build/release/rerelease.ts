@@ -84,7 +84,7 @@ export async function rereleaseRelease(options: Pick<BuildOptions, 'distDir' | '
     )
     return { from, release: sealed.pointer, releaseDir, changes: sealed.changes }
   } catch (err) {
-    writer?.close()
+    await writer?.close()
     abortRelease(options.distDir, pending)
     throw err
   }

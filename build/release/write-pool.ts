@@ -195,7 +195,7 @@ export function createWritePool(releaseDir: string, onProgress: (stats: WriteSta
         child.kill('SIGKILL')
         await exit
       }
-      if (!complete) recorder.close()
+      if (!complete) await recorder.close()
       complete = true
     },
   }

@@ -118,6 +118,6 @@ export function createLocalSink(releaseDir: string, onProgress: (stats: WriteSta
     copy: (name, source) => writer.copy(name, source),
     drain: async () => {},
     finish: async () => ({ stats: await writer.finish(), usage: null }),
-    close: async () => writer.close(),
+    close: () => writer.close(),
   }
 }

@@ -44,8 +44,8 @@ export interface ReleaseWriter {
   copy(name: string, source: string): void
   /** Closes the manifest; resolves with the totals. */
   finish(): Promise<WriteStats>
-  /** Closes the manifest's files without completing the release (the build failed). */
-  close(): void
+  /** Closes the manifest's files without completing the release (the build failed); resolves once nothing more is written. */
+  close(): Promise<void>
 }
 
 /** The manifest half of a writer: the lines of every name, in the order they are recorded. */
@@ -59,8 +59,8 @@ export interface ManifestRecorder {
   readonly stats: WriteStats
   /** Closes the manifest and marks the release complete: call it once every body is in the tree. */
   finish(): Promise<WriteStats>
-  /** Closes the files without completing the release (the build failed). */
-  close(): void
+  /** Closes the files without completing the release (the build failed); resolves once nothing more is written. */
+  close(): Promise<void>
 }
 
 /** Release-relative folder of the unsorted manifest shards the writer appends to. */
@@ -324,10 +324,14 @@ export function createManifestRecorder(releaseDir: string, onProgress: (stats: W
       writeFileSync(path.join(releaseDir, '.complete'), '')
       return stats
     },
-    close() {
+    async close() {
       pack?.close()
-      if (!ended) worker.postMessage({ type: 'close' })
-      worker.unref()
+      // Until the thread has ended it may still be opening or writing its files: the caller removes the folder after this.
+      if (!ended) {
+        const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
+        worker.postMessage({ type: 'close' })
+        await exited
+      }
     },
   }
 }
