@@ -30,7 +30,9 @@ export function shardOf(name: string): string {
  * `crypto.hash`: a `createHash` object per name cost 2.5 times as much. The manifest recorder takes
  * the shard of every name a build writes (5.1 M at the large catalog); per million names here,
  * 'binary' took 0.23–0.26 s, hex 0.32–0.47 s, and a Buffer digest 0.78–0.83 s (a Buffer allocated
- * a name).
+ * a name). The manifest recorder's thread (writer.ts, RECORDER_THREAD) applies the same rule to the
+ * name's UTF-8 bytes, in plain JavaScript of its own: a change here must be made there too
+ * (test/manifest-recorder.test.ts compares its shards with shardOf).
  */
 export function shardIndexOf(name: string): number {
   return hash('sha256', name, 'binary').charCodeAt(0)

@@ -15,8 +15,8 @@
 import { hash } from 'node:crypto'
 import { mkdirSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { createBodyPackWriter } from './body-pack.ts'
 import { Worker } from 'node:worker_threads'
+import { createBodyPackWriter } from './body-pack.ts'
 import { formatEntry, listShards } from './manifest.ts'
 import { createReleaseTree } from './tree.ts'
 
