@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import type { ManifestEntry } from '../build/release/formats.ts'
-import { diffShard, diffShardBytes, diffShardLines, formatEntry, joinShard, parseShard, shardLines, type Change } from '../build/release/manifest.ts'
+import { diffShard, diffShardBytes, diffShardLines, formatEntry, joinShard, parseShard, shardLines, sortShardBytes, type Change } from '../build/release/manifest.ts'
 
 const sha = (n: number): string => n.toString(16).padStart(64, '0')
 const entry = (path: string, n: number, size = 100 + n): ManifestEntry => ({ path, sha256: sha(n), size })
@@ -97,5 +97,41 @@ describe('diffShardLines', () => {
     expect(() => diffShardBytes(Buffer.alloc(0), Buffer.from('public/../etc\t' + sha(1) + '\t5\n'), () => {})).toThrow(/malformed manifest line/)
     expect(() => diffShardBytes(Buffer.from(good + '\n'), Buffer.from(good.replace(/\t\d+$/, '\tx') + '\n'), () => {})).toThrow(/malformed manifest line/)
     expect(diffShardBytes(Buffer.from(good + '\n'), Buffer.from(good + '\n'), () => {})).toEqual({ added: 0, changed: 0, removed: 0, unchanged: 1 })
+  })
+})
+
+describe('sortShardBytes', () => {
+  // Lines in a fixed shuffled order (a linear congruential generator), as the recorder leaves a raw shard.
+  const shuffled = (lines: string[]): string[] => {
+    const out = [...lines]
+    let seed = 7
+    for (let i = out.length - 1; i > 0; i--) {
+      seed = (seed * 1103515245 + 12345) >>> 0
+      const j = seed % (i + 1)
+      ;[out[i], out[j]] = [out[j]!, out[i]!]
+    }
+    return out
+  }
+
+  it('gives the bytes of joinShard over the decoded lines, for ASCII shards and others', () => {
+    const ascii = Array.from({ length: 2000 }, (_, i) => formatEntry(entry(`public/api/v1/${['projects', 'versions', 'version-files'][i % 3]}/${(i * 7919).toString(36)}${i % 5 === 0 ? '/versions' : ''}.json`, i)))
+    // Beyond ASCII: an astral character sorts after U+FF5E by UTF-8 bytes but before it in joinShard's UTF-16 order.
+    const wide = [...ascii.slice(0, 50), formatEntry(entry('public/api/v1/projects/\u{1F600}.json', 1)), formatEntry(entry('public/api/v1/projects/\uFF5E.json', 2)), formatEntry(entry('public/api/v1/projects/é.json', 3))]
+    for (const lines of [ascii, wide, ascii.slice(0, 1), []]) {
+      const raw = Buffer.from(shuffled(lines).join(''))
+      const sorted = sortShardBytes(raw)
+      expect(sorted.bytes.equals(Buffer.from(joinShard([...lines])))).toBe(true)
+      expect(sorted.lines).toBe(lines.length)
+    }
+    // The order really differs from the bytes' order there: the test would not see a byte sort.
+    const wideText = sortShardBytes(Buffer.from(shuffled(wide).join(''))).bytes.toString('utf8')
+    expect(wideText.indexOf('\u{1F600}')).toBeLessThan(wideText.indexOf('\uFF5E'))
+    expect(Buffer.compare(Buffer.from('\u{1F600}'), Buffer.from('\uFF5E'))).toBe(1)
+  })
+
+  it('counts only lines that end in a newline, as the raw shards are written', () => {
+    const raw = Buffer.from('public/api/v1/b.json\tx\t1\npublic/api/v1/a.json\tx\t1\npublic/api/v1/cut')
+    expect(sortShardBytes(raw)).toEqual({ bytes: Buffer.from('public/api/v1/a.json\tx\t1\npublic/api/v1/b.json\tx\t1\n'), lines: 2 })
+    expect(sortShardBytes(Buffer.from('é\n' + raw.toString()))).toMatchObject({ lines: 3 })
   })
 })

@@ -10,7 +10,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { manifestIndexSchema, pointerSchema, type DiffCounts, type FileRef, type ManifestIndex, type ShardRef } from './formats.ts'
-import { addCounts, changeFile, type Change, diffShardBytes, formatChange, hashBytes, indexFile, joinShard, listShards, mirrorUrl, readShardBytes, shardFile, SHARD_TEXT_DIR } from './manifest.ts'
+import { addCounts, changeFile, type Change, diffShardBytes, formatChange, hashBytes, indexFile, listShards, mirrorUrl, readShardBytes, shardFile, SHARD_TEXT_DIR, sortShardBytes } from './manifest.ts'
 import { carryShardMembers, gzipShardReusing, shardMembersFile } from './shard-gzip.ts'
 import { linkOrCopy, RAW_SHARDS_DIR } from './writer.ts'
 
@@ -58,18 +58,17 @@ export async function writeManifest(
   for (const [i, shard] of listShards().entries()) {
     if (i > 0) await new Promise((resolve) => setImmediate(resolve))
     const raw = path.join(releaseDir, RAW_SHARDS_DIR, `${shard}.tsv`)
-    const lines = splitLines(readFileSync(raw, 'utf8'))
-    const bytes = Buffer.from(joinShard(lines))
+    const { bytes, lines } = sortShardBytes(readFileSync(raw))
     const sha256 = hashBytes(bytes)
-    files += lines.length
+    files += lines
     await onShard?.(i, sha256, bytes)
     const before = previous?.index.shards[i]
     // The plain copy the next build compares with (readShardBytes); two shards with the same text (both empty) share it.
     const plain = path.join(releaseDir, shardTextFile(sha256))
     if (!existsSync(plain)) writeFileSync(plain, bytes)
     if (before && before.sha256 === sha256) {
-      counts.unchanged += lines.length
-      shards.push({ shard, sha256, files: lines.length, size: before.size })
+      counts.unchanged += lines
+      shards.push({ shard, sha256, files: lines, size: before.size })
       linkOrCopy(path.join(previous!.dir, shardFile(sha256)), path.join(releaseDir, shardFile(sha256)))
       // Its member index goes with it (shard-gzip.ts), checked: a damaged one is not carried on.
       const index = path.join(releaseDir, shardMembersFile(sha256))
@@ -94,7 +93,7 @@ export async function writeManifest(
     members.total += packed.members
     members.reused += packed.reused
     members.damaged += packed.damaged
-    shards.push({ shard, sha256, files: lines.length, size: packed.gz.length })
+    shards.push({ shard, sha256, files: lines, size: packed.gz.length })
     const changes: string[] = []
     addCounts(
       counts,
@@ -146,9 +145,4 @@ const EMPTY = Buffer.alloc(0)
 /** Release-relative plain copy of the shard whose text has SHA-256 `sha256` (SHARD_TEXT_DIR). */
 export function shardTextFile(sha256: string): string {
   return `${SHARD_TEXT_DIR}/${sha256}.tsv`
-}
-
-function splitLines(text: string): string[] {
-  if (text === '') return []
-  return text.match(/[^\n]*\n/g) ?? []
 }
