@@ -65,8 +65,8 @@ describe('release hashes', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'hash-file-test-'))
     afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-    it('hashes a file on a worker thread as the streamed hash does, across its 8 MB reads', async () => {
-      // 8 MB and a bit, of varied bytes: two reads, the second short; and an empty file.
+    it('hashes a file on a worker thread as hashFile does, across their 8 MB and 4 MB reads', async () => {
+      // 8 MB and a bit, of varied bytes: two reads on the thread and three for hashFile, the last short; and an empty file.
       const bytes = Buffer.alloc((8 << 20) + 12_345)
       for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + (i >> 13)) & 0xff
       const file = path.join(dir, 'large.bin')
@@ -77,11 +77,13 @@ describe('release hashes', () => {
       const empty = path.join(dir, 'empty.bin')
       writeFileSync(empty, '')
       expect(await hashFileOffThread(empty)).toEqual({ sha256: sha256(''), size: 0 })
+      expect(await hashFile(empty)).toEqual({ sha256: sha256(''), size: 0 })
     })
 
     it('rejects with the reading error for a file that is not there', async () => {
       const missing = path.join(dir, 'missing.bin')
       await expect(hashFileOffThread(missing)).rejects.toThrow(/ENOENT.*missing\.bin/)
+      await expect(hashFile(missing)).rejects.toThrow(/ENOENT.*missing\.bin/)
     })
   })
 })
