@@ -1,7 +1,7 @@
 /** Defaults of a build and their resolution from the environment (read only by build/cli.ts). */
 import path from 'node:path'
 import type { BuildOptions } from './context.ts'
-import { ConfigError, envInt, envSwitch } from './env.ts'
+import { ConfigError, envInt, envSwitch, envText } from './env.ts'
 import { readChangedFiles, type NamedSource } from './list-sources.ts'
 import { recordPatterns } from './load-records.ts'
 import { resolveReleaseOptions } from './release/options.ts'
@@ -24,17 +24,17 @@ export function resolveBuildOptions(
   overrides: Partial<BuildOptions> = {},
   env: Record<string, string | undefined> = {},
 ): BuildOptions {
-  const baseUrl = (overrides.baseUrl ?? env.BASE_URL ?? buildDefaults.baseUrl).replace(/\/+$/, '')
-  const distDir = path.resolve(overrides.distDir ?? env.DIST_DIR ?? buildDefaults.distDir)
-  const dataDir = path.resolve(overrides.dataDir ?? env.DATA_DIR ?? buildDefaults.dataDir)
+  const baseUrl = (overrides.baseUrl ?? envText(env, 'BASE_URL') ?? buildDefaults.baseUrl).replace(/\/+$/, '')
+  const distDir = path.resolve(overrides.distDir ?? envText(env, 'DIST_DIR') ?? buildDefaults.distDir)
+  const dataDir = path.resolve(overrides.dataDir ?? envText(env, 'DATA_DIR') ?? buildDefaults.dataDir)
   return {
     dataDir,
     distDir,
     baseUrl,
-    filesBaseUrl: (overrides.filesBaseUrl ?? env.FILES_BASE_URL ?? '/objects').replace(/\/+$/, ''),
+    filesBaseUrl: (overrides.filesBaseUrl ?? envText(env, 'FILES_BASE_URL') ?? '/objects').replace(/\/+$/, ''),
     keepReleases: overrides.keepReleases ?? envInt(env, 'KEEP_RELEASES', buildDefaults.keepReleases, 1),
-    countersFile: overrides.countersFile !== undefined ? overrides.countersFile : path.resolve(env.COUNTERS_FILE ?? path.join(distDir, 'counters.sqlite')),
-    sourceRevision: overrides.sourceRevision ?? env.SOURCE_REVISION ?? null,
+    countersFile: overrides.countersFile !== undefined ? overrides.countersFile : path.resolve(envText(env, 'COUNTERS_FILE') ?? path.join(distDir, 'counters.sqlite')),
+    sourceRevision: overrides.sourceRevision ?? envText(env, 'SOURCE_REVISION') ?? null,
     loadWorkers: overrides.loadWorkers ?? envInt(env, 'BUILD_LOAD_WORKER', buildDefaults.loadWorkers, 0, 4),
     writeWorker: overrides.writeWorker ?? envSwitch(env, 'BUILD_WRITE_WORKER'),
     searchWorker: overrides.searchWorker ?? envSwitch(env, 'BUILD_SEARCH_WORKER'),

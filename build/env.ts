@@ -29,6 +29,16 @@ export function envSwitch(env: Record<string, string | undefined>, name: string)
   throw new ConfigError(`${name} must be 0 or 1, got ${JSON.stringify(value)}`)
 }
 
+/**
+ * A text setting (a path, a URL, a host): its value, or undefined when unset or empty, so the
+ * caller's default applies as for every other setting (`DIST_DIR=` must not build into the current
+ * folder, nor `BASE_URL=` write relative download URLs).
+ */
+export function envText(env: Record<string, string | undefined>, name: string): string | undefined {
+  const value = env[name]
+  return value === undefined || value === '' ? undefined : value
+}
+
 /** One of a list of words; the first is the default (unset or empty). */
 export function envChoice<T extends string>(env: Record<string, string | undefined>, name: string, allowed: readonly [T, ...T[]]): T {
   const value = env[name]

@@ -1,6 +1,6 @@
 /** Defaults of the shim and their resolution from the environment (read only by shim/cli.ts). */
 import path from 'node:path'
-import { ConfigError, envChoice, envInt, envSwitch } from '../build/env.ts'
+import { ConfigError, envChoice, envInt, envSwitch, envText } from '../build/env.ts'
 
 /** Options of the shim (README, "Configuration"). */
 export interface ShimOptions {
@@ -30,7 +30,10 @@ export interface ShimOptions {
   filesBaseUrl: string
   /** Download counter database (its own file, never touched by a rebuild). */
   countersFile: string
-  /** Where the download day secret survives restarts (tmpfs); null keeps it in memory only. */
+  /**
+   * Where the download day secret survives restarts (tmpfs); `auto` picks a file under /dev/shm (in
+   * memory only where there is none), null keeps it in memory only (DOWNLOAD_SECRET_FILE=none).
+   */
   downloadSecretFile: string | null
   /**
    * Cache-Control scope of shim responses. They carry per-client X-Ratelimit-Remaining/Reset, which a
@@ -98,10 +101,10 @@ export function resolveShimOptions(
   overrides: Partial<ShimOptions> = {},
   env: Record<string, string | undefined> = {},
 ): ShimOptions {
-  const distDir = path.resolve(overrides.distDir ?? env.DIST_DIR ?? shimDefaults.distDir)
-  const snapshot = overrides.snapshotFile !== undefined ? overrides.snapshotFile : env.SNAPSHOT ? path.resolve(env.SNAPSHOT) : null
+  const distDir = path.resolve(overrides.distDir ?? envText(env, 'DIST_DIR') ?? shimDefaults.distDir)
+  const snapshot = overrides.snapshotFile !== undefined ? overrides.snapshotFile : envText(env, 'SNAPSHOT') !== undefined ? path.resolve(env.SNAPSHOT!) : null
   const options: ShimOptions = {
-    host: overrides.host ?? env.HOST ?? shimDefaults.host,
+    host: overrides.host ?? envText(env, 'HOST') ?? shimDefaults.host,
     port: overrides.port ?? envInt(env, 'PORT', shimDefaults.port, 0, 65535),
     distDir,
     rateLimit: overrides.rateLimit ?? envInt(env, 'RATE_LIMIT', shimDefaults.rateLimit, 1),
@@ -113,9 +116,9 @@ export function resolveShimOptions(
     releasePollMs: overrides.releasePollMs ?? envInt(env, 'RELEASE_POLL_MS', shimDefaults.releasePollMs, 0),
     maxAge: overrides.maxAge ?? envInt(env, 'MAX_AGE', shimDefaults.maxAge, 0),
     staleWhileRevalidate: overrides.staleWhileRevalidate ?? envInt(env, 'STALE_WHILE_REVALIDATE', shimDefaults.staleWhileRevalidate, 0),
-    filesBaseUrl: (overrides.filesBaseUrl ?? env.FILES_BASE_URL ?? '/objects').replace(/\/+$/, ''),
-    countersFile: path.resolve(overrides.countersFile ?? env.COUNTERS_FILE ?? (snapshot ? `${snapshot}.counters.sqlite` : path.join(distDir, 'counters.sqlite'))),
-    downloadSecretFile: overrides.downloadSecretFile !== undefined ? overrides.downloadSecretFile : (env.DOWNLOAD_SECRET_FILE ?? 'auto'),
+    filesBaseUrl: (overrides.filesBaseUrl ?? envText(env, 'FILES_BASE_URL') ?? '/objects').replace(/\/+$/, ''),
+    countersFile: path.resolve(overrides.countersFile ?? envText(env, 'COUNTERS_FILE') ?? (snapshot ? `${snapshot}.counters.sqlite` : path.join(distDir, 'counters.sqlite'))),
+    downloadSecretFile: overrides.downloadSecretFile !== undefined ? overrides.downloadSecretFile : downloadSecretFrom(env),
     cacheScope: overrides.cacheScope ?? envChoice(env, 'CACHE_SCOPE', ['private', 'public'] as const),
     snapshotFile: snapshot,
     redisUrl: overrides.redisUrl !== undefined ? overrides.redisUrl : env.REDIS_URL || null,
@@ -129,4 +132,13 @@ export function resolveShimOptions(
     throw new ConfigError('RATE_LIMIT_STORE=redis or DOWNLOAD_STORE=redis needs REDIS_URL (e.g. redis://127.0.0.1:6379)')
   }
   return options
+}
+
+/**
+ * DOWNLOAD_SECRET_FILE: `auto` when unset, empty or `auto`; null (memory only: a restart draws a new
+ * secret, so a visitor may be counted once more that day) for `none`; else the file.
+ */
+function downloadSecretFrom(env: Record<string, string | undefined>): string | null {
+  const value = envText(env, 'DOWNLOAD_SECRET_FILE') ?? 'auto'
+  return value === 'none' ? null : value
 }

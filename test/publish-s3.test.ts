@@ -179,6 +179,20 @@ describe('publish to S3-compatible storage', { timeout: 180_000 }, () => {
     expect(() => resolvePublishOptions({}, { ...env, RATE_LIMIT: '0x10' }, () => {})).toThrow('RATE_LIMIT must be an integer from 1 up, got "0x10"')
     expect(() => resolvePublishOptions({}, { ...env, MAX_AGE: ' ' }, () => {})).toThrow('MAX_AGE must be an integer from 0 up, got " "')
     expect(() => resolvePublishOptions({}, {}, () => {})).toThrow('S3_BUCKET is required')
+    // Switches as everywhere else: 0 or 1, unset or empty the default (on with S3_ENDPOINT).
+    const store = { ...env, S3_ENDPOINT: 'http://127.0.0.1:9000' }
+    expect(resolvePublishOptions({}, store, () => {}).forcePathStyle).toBe(true)
+    expect(resolvePublishOptions({}, { ...store, S3_FORCE_PATH_STYLE: '' }, () => {}).forcePathStyle).toBe(true)
+    expect(resolvePublishOptions({}, { ...store, S3_FORCE_PATH_STYLE: '0' }, () => {}).forcePathStyle).toBe(false)
+    expect(resolvePublishOptions({}, env, () => {}).forcePathStyle).toBe(false)
+    expect(resolvePublishOptions({}, { ...env, S3_FORCE_PATH_STYLE: '1' }, () => {}).forcePathStyle).toBe(true)
+    expect(() => resolvePublishOptions({}, { ...store, S3_FORCE_PATH_STYLE: 'yes' }, () => {})).toThrow('S3_FORCE_PATH_STYLE must be 0 or 1, got "yes"')
+    // The refusal names the variable, not the option behind it.
+    for (const endpoint of ['127.0.0.1:9000/', 'localhost:9000', 'ftp://127.0.0.1']) {
+      expect(() => resolvePublishOptions({}, { ...env, S3_ENDPOINT: endpoint }, () => {})).toThrow(/^S3_ENDPOINT must be an http\(s\) URL such as http:\/\/127\.0\.0\.1:9000$/)
+    }
+    // An empty DIST_DIR is the default folder, not the current one.
+    expect(resolvePublishOptions({}, { ...env, DIST_DIR: '' }, () => {}).distDir).toBe(path.resolve('dist'))
   })
 
   it('first publish: every file served by the bucket is byte-identical, with its headers, in order, pointer last', async () => {

@@ -12,6 +12,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { resolveBuildOptions } from '../build/config.ts'
 import { ConfigError } from '../build/env.ts'
+import { resolveShimOptions } from '../shim/config.ts'
 import type { BuildOptions } from '../build/context.ts'
 import { manifestIndexSchema, pointerSchema, type Pointer } from '../build/release/formats.ts'
 import { hashBytes, parseShard, readGzipText, shardFile, shardOf } from '../build/release/manifest.ts'
@@ -248,6 +249,23 @@ describe('build settings', () => {
     expect(release({})).toMatchObject({ snapshotWorker: true, archiveWorker: true })
     expect([{}, { BUILD_SEARCH_WORKER: '1' }, { BUILD_SEARCH_WORKER: '0' }].map((env) => resolveBuildOptions({}, env).searchWorker)).toEqual([true, true, false])
     expect(release({ RELEASE_SNAPSHOT: '1', RELEASE_ARCHIVE: '' })).toMatchObject({ snapshot: true, archive: true })
+  })
+
+  it('take an empty text setting as unset: its default, never the current folder or an empty URL', () => {
+    const empty = { DATA_DIR: '', DIST_DIR: '', BASE_URL: '', FILES_BASE_URL: '', COUNTERS_FILE: '', SOURCE_REVISION: '' }
+    expect(resolveBuildOptions({}, empty)).toMatchObject({
+      dataDir: path.resolve('data'),
+      distDir: path.resolve('dist'),
+      baseUrl: 'http://localhost:3000',
+      filesBaseUrl: '/objects',
+      countersFile: path.resolve('dist/counters.sqlite'),
+      sourceRevision: null,
+    })
+    const shim = resolveShimOptions({}, { DIST_DIR: '', HOST: '', FILES_BASE_URL: '', COUNTERS_FILE: '', SNAPSHOT: '', DOWNLOAD_SECRET_FILE: '' })
+    expect(shim).toMatchObject({ distDir: path.resolve('dist'), host: '0.0.0.0', filesBaseUrl: '/objects', countersFile: path.resolve('dist/counters.sqlite'), snapshotFile: null, downloadSecretFile: 'auto' })
+    // The day secret in memory only is asked for by name; a path is taken as it is.
+    expect(resolveShimOptions({}, { DOWNLOAD_SECRET_FILE: 'none' }).downloadSecretFile).toBeNull()
+    expect(resolveShimOptions({}, { DOWNLOAD_SECRET_FILE: '/run/catalog/secret.json' }).downloadSecretFile).toBe('/run/catalog/secret.json')
   })
 
   it('refuse a bad setting at the command line with the variable named, exit 2, before touching anything', () => {

@@ -1,7 +1,7 @@
 /** Options of `npm run publish:s3` and their resolution from an environment map (README, "Publishing to S3-compatible storage"). */
 import path from 'node:path'
 import { z } from 'zod'
-import { envInt } from '../env.ts'
+import { ConfigError, envInt, envText } from '../env.ts'
 
 /** Defaults of a publish. */
 export const publishDefaults = {
@@ -27,7 +27,7 @@ export const publishOptionsSchema = z.object({
   /** Key prefix, empty or ending in `/`. */
   prefix: z.string().regex(/^$|^[^/].*\/$/, 'S3_PREFIX must not start with /'),
   /** Endpoint of a non-AWS store (null: AWS). */
-  endpoint: z.url().nullable(),
+  endpoint: z.url({ protocol: /^https?$/, error: 'S3_ENDPOINT must be an http(s) URL such as http://127.0.0.1:9000' }).nullable(),
   region: z.string().min(1),
   forcePathStyle: z.boolean(),
   /** Explicit credentials (tests); null uses the SDK's default chain (AWS_ACCESS_KEY_ID, profiles, roles). */
@@ -60,15 +60,14 @@ export interface PublishOverrides {
  */
 export function resolvePublishOptions(overrides: PublishOverrides, env: Record<string, string | undefined>, log: (line: string) => void): PublishOptions {
   const endpoint = env.S3_ENDPOINT?.trim() || null
-  const pathStyle = env.S3_FORCE_PATH_STYLE?.trim().toLowerCase()
   const parsed = publishOptionsSchema.safeParse({
-    distDir: path.resolve(overrides.distDir ?? env.DIST_DIR ?? publishDefaults.distDir),
+    distDir: path.resolve(overrides.distDir ?? envText(env, 'DIST_DIR') ?? publishDefaults.distDir),
     bucket: env.S3_BUCKET?.trim() ?? '',
     prefix: normalizePrefix(env.S3_PREFIX ?? ''),
     endpoint: endpoint?.replace(/\/+$/, '') ?? null,
     region: env.S3_REGION || env.AWS_REGION || publishDefaults.region,
     // Stores other than AWS (MinIO, s3rver, Ceph) mostly answer on one host: path style by default.
-    forcePathStyle: pathStyle ? pathStyle === '1' || pathStyle === 'true' : endpoint !== null,
+    forcePathStyle: pathStyleFrom(env, endpoint !== null),
     credentials: null,
     concurrency: overrides.concurrency ?? publishDefaults.concurrency,
     retries: envInt(env, 'S3_RETRIES', publishDefaults.retries, 0),
@@ -78,8 +77,20 @@ export function resolvePublishOptions(overrides: PublishOverrides, env: Record<s
     maxAge: envInt(env, 'MAX_AGE', publishDefaults.maxAge, 0),
     staleWhileRevalidate: envInt(env, 'STALE_WHILE_REVALIDATE', publishDefaults.staleWhileRevalidate, 0),
   })
-  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '))
+  // A message that names its variable stands alone; another is prefixed with the option's name.
+  if (!parsed.success) throw new Error(parsed.error.issues.map((i) => (/^[A-Z][A-Z0-9_]+ /.test(i.message) ? i.message : `${i.path.join('.')}: ${i.message}`)).join('; '))
   return { ...parsed.data, log }
+}
+
+/**
+ * S3_FORCE_PATH_STYLE, a switch like the others (README, "Configuration"): `1` or `0`, else refused;
+ * unset or empty, `fallback` (on with S3_ENDPOINT).
+ */
+function pathStyleFrom(env: Record<string, string | undefined>, fallback: boolean): boolean {
+  const value = envText(env, 'S3_FORCE_PATH_STYLE')
+  if (value === undefined) return fallback
+  if (value === '1' || value === '0') return value === '1'
+  throw new ConfigError(`S3_FORCE_PATH_STYLE must be 0 or 1, got ${JSON.stringify(value)}`)
 }
 
 /** `a/b`, `/a/b/` and `a/b/` all become `a/b/`; empty stays empty (the bucket's root). */
