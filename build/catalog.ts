@@ -9,7 +9,7 @@ import path from 'node:path'
 import type { BuildContext } from './context.ts'
 import { createBatcher } from './load.ts'
 import { BUILD_CACHE_KIB, catalogIndexes, catalogSchema, fileIndexes, versionIndexes } from './db/schema.ts'
-import type { Db } from './db/sqlite.ts'
+import type { Db, SqlValue } from './db/sqlite.ts'
 import {
   renderAuthor,
   renderProjectSummary,
@@ -237,16 +237,39 @@ async function writeVisibleFiles(db: Db, counters: string | null): Promise<void>
 /** Rows read at a time for the hash index and the version targets (bounded memory at 1.2 M files). */
 const INDEX_PAGE = 50_000
 
+/** Separators of a page read as text (forEachRowAsText): control characters that no hash, id, number, channel or JSON text holds unescaped. */
+const FIELD = '\x1f'
+const ROW = '\x1e'
+
 /**
- * Calls `each` for every row of `sql`, a query of INDEX_PAGE rows in rowid order after the rowid
- * bound to its `?`, page after page (the next page after the last row's rowid).
+ * Calls `each` with the fields of every row of a paged query, in its order: `pageSql(after)` gives
+ * the SQL and values of the INDEX_PAGE rows after the row whose fields are `after` (null: the first
+ * page), as one row of two columns, `page` (each row's `width` fields joined by char(31), the rows
+ * by char(30), in key order: `group_concat` over an ordered subquery) and `n`, its count. A page
+ * is one string rather than a row object a row: at the large catalog the binding's objects made
+ * both passes 2–3× as long (bench/results/BUILD-PROFILE.md, Session 52). The next page is asked
+ * for before this one is walked, so SQLite reads it on its thread while this one works. A page
+ * whose rows do not split into `width` fields each, or fewer rows than `n` (a NULL in a joined
+ * column drops the row from `group_concat`), is refused.
  */
-async function forEachRowInPages<T>(db: Db, sql: string, each: (row: T & { rowid: number }) => void): Promise<void> {
-  for (let after = 0; ; ) {
-    const rows = await db.all<T & { rowid: number }>(sql, [after])
-    for (const row of rows) each(row)
+async function forEachRowAsText(db: Db, width: number, pageSql: (after: string[] | null) => [string, SqlValue[]], each: (fields: string[]) => void): Promise<void> {
+  const ask = (after: string[] | null): Promise<{ page: string | null; n: number } | undefined> => {
+    const [sql, params] = pageSql(after)
+    return db.get<{ page: string | null; n: number }>(sql, params)
+  }
+  let next = ask(null)
+  for (;;) {
+    const result = await next
+    const rows = result?.page ? result.page.split(ROW) : []
+    if (rows.length !== (result?.n ?? 0)) throw new Error(`a page of ${result?.n} rows was read as ${rows.length}: a column held NULL or a separator`)
+    const last = rows.length > 0 ? rows[rows.length - 1]!.split(FIELD) : null
+    if (rows.length === INDEX_PAGE) next = ask(last)
+    for (const row of rows) {
+      const fields = row.split(FIELD)
+      if (fields.length !== width) throw new Error(`a row read as ${fields.length} fields, not ${width}: ${JSON.stringify(row.slice(0, 200))}`)
+      each(fields)
+    }
     if (rows.length < INDEX_PAGE) return
-    after = rows[rows.length - 1]!.rowid
   }
 }
 
@@ -285,20 +308,31 @@ async function writeHashIndex(db: Db, ranks: Int32Array): Promise<HashOwners> {
     const seen = newest.get(hash)
     if (!seen || rank < seen.rank) newest.set(hash, { file, bit, rank })
   }
-  await forEachRowInPages<{ sha256: string; sha1: string | null; version_rowid: number; project_id: string }>(
+  // Keyset pages by rowid; the rowids are checked to rise, since the ranking above needs the files in that order.
+  let previous = 0
+  await forEachRowAsText(
     db,
-    `SELECT rowid, sha256, sha1, version_rowid, project_id FROM files WHERE rowid > ? ORDER BY rowid LIMIT ${INDEX_PAGE}`,
-    (row) => {
-      if (row.project_id !== project) {
+    5,
+    (after) => [
+      `SELECT group_concat(rowid || char(31) || sha256 || char(31) || coalesce(sha1, '') || char(31) || version_rowid || char(31) || project_id, char(30)) AS page, count(*) AS n
+       FROM (SELECT rowid, sha256, sha1, version_rowid, project_id FROM files WHERE rowid > ? ORDER BY rowid LIMIT ${INDEX_PAGE})`,
+      [after === null ? 0 : Number(after[0])],
+    ],
+    ([rowidText, sha256, sha1, versionText, projectId]) => {
+      const rowid = Number(rowidText)
+      const versionRowid = Number(versionText)
+      if (!(rowid > previous)) throw new Error(`files: rowid ${rowidText} read after ${previous}`)
+      previous = rowid
+      if (projectId !== project) {
         settle()
-        project = row.project_id
+        project = projectId!
       }
-      const rank = ranks[row.version_rowid]!
-      index.add(row.sha256, row.version_rowid, rank)
-      offer(row.sha256, row.rowid, OWNS_SHA256, rank)
-      if (row.sha1 !== null) {
-        index.add(row.sha1, row.version_rowid, rank)
-        offer(row.sha1, row.rowid, OWNS_SHA1, rank)
+      const rank = ranks[versionRowid]!
+      index.add(sha256!, versionRowid, rank)
+      offer(sha256!, rowid, OWNS_SHA256, rank)
+      if (sha1 !== '') {
+        index.add(sha1!, versionRowid, rank)
+        offer(sha1!, rowid, OWNS_SHA1, rank)
       }
     },
   )
@@ -319,21 +353,23 @@ async function writeVersionTargets(db: Db): Promise<Int32Array> {
   const { last } = (await db.get<{ last: number | null }>(`SELECT max(rowid) AS last FROM versions`))!
   const ranks = new Int32Array((last ?? 0) + 1).fill(-1)
   const targets = createVersionTargets()
-  type Row = { rowid: number; project_id: string; rank: number; channel: string; game_versions: string; platforms: string }
-  const columns = `SELECT rowid, project_id, rank, channel, game_versions, platforms FROM versions INDEXED BY versions_project_rank`
-  for (let after: Row | null = null; ; ) {
-    // Keyset pages over (project_id, rank): ranks are unique per project (writeVisibleRows).
-    const rows: Row[] =
-      after === null
-        ? await db.all<Row>(`${columns} ORDER BY project_id, rank LIMIT ${INDEX_PAGE}`)
-        : await db.all<Row>(`${columns} WHERE (project_id, rank) > (?, ?) ORDER BY project_id, rank LIMIT ${INDEX_PAGE}`, [after.project_id, after.rank])
-    for (const row of rows) {
-      ranks[row.rowid] = row.rank
-      targets.add({ rowid: row.rowid, projectId: row.project_id, rank: row.rank, channel: row.channel, gameVersions: row.game_versions, platforms: row.platforms })
-    }
-    if (rows.length < INDEX_PAGE) break
-    after = rows[rows.length - 1]!
-  }
+  // Keyset pages over (project_id, rank): ranks are unique per project (writeVisibleRows).
+  const select = `SELECT rowid, project_id, rank, channel, game_versions, platforms FROM versions INDEXED BY versions_project_rank`
+  await forEachRowAsText(
+    db,
+    6,
+    (after) => [
+      `SELECT group_concat(rowid || char(31) || project_id || char(31) || rank || char(31) || channel || char(31) || game_versions || char(31) || platforms, char(30)) AS page, count(*) AS n
+       FROM (${select}${after === null ? '' : ' WHERE (project_id, rank) > (?, ?)'} ORDER BY project_id, rank LIMIT ${INDEX_PAGE})`,
+      after === null ? [] : [after[1]!, Number(after[2])],
+    ],
+    ([rowidText, projectId, rankText, channel, gameVersions, platforms]) => {
+      const rowid = Number(rowidText)
+      const rank = Number(rankText)
+      ranks[rowid] = rank
+      targets.add({ rowid, projectId: projectId!, rank, channel: channel!, gameVersions: gameVersions!, platforms: platforms! })
+    },
+  )
   const row = targets.finish()
   await db.run(`INSERT INTO version_targets VALUES (?, ?, ?, ?, ?, ?, ?)`, [row.starts, row.targets, row.targetWidth, row.targetStarts, row.targetValues, row.valueWidth, row.valueNames])
   return ranks
