@@ -16,7 +16,7 @@
  * Records are read synchronously into one reused buffer: the 104,015 version records of a
  * 10,000-project catalog take 2.8–3.5 s and 0.6 s of CPU so, against 14–19 s and 8 s with 64
  * `fs.promises.readFile` in flight (open, fstat, read and close each a thread-pool round trip and a
- * promise); 18 s against 21 s with the pages evicted from the cache (README, "Performance").
+ * promise); 18 s against 21 s with the pages evicted from the cache (bench/results/HISTORY.md).
  */
 import path from 'node:path'
 import fg from 'fast-glob'
