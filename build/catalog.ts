@@ -242,9 +242,9 @@ const FIELD = '\x1f'
 const ROW = '\x1e'
 
 /**
- * Calls `each` with the fields of every row of a paged query, in its order: `pageSql(after)` gives
- * the SQL and values of the INDEX_PAGE rows after the row whose fields are `after` (null: the first
- * page), as one row of two columns, `page` (each row's `width` fields joined by char(31), the rows
+ * Calls `each` with the fields of every row of a paged query, in its order: `pageSql(after, limit)`
+ * gives the SQL and values of the `limit` rows (INDEX_PAGE unless given) after the row whose fields
+ * are `after` (null: the first page), as one row of two columns, `page` (each row's `width` fields joined by char(31), the rows
  * by char(30), in key order: `group_concat` over an ordered subquery) and `n`, its count. A page
  * is one string rather than a row object a row: at the large catalog the binding's objects made
  * both passes 2–3× as long (bench/results/BUILD-PROFILE.md, Session 52). The next page is asked
@@ -252,9 +252,15 @@ const ROW = '\x1e'
  * whose rows do not split into `width` fields each, or fewer rows than `n` (a NULL in a joined
  * column drops the row from `group_concat`), is refused.
  */
-async function forEachRowAsText(db: Db, width: number, pageSql: (after: string[] | null) => [string, SqlValue[]], each: (fields: string[]) => void): Promise<void> {
+export async function forEachRowAsText(
+  db: Db,
+  width: number,
+  pageSql: (after: string[] | null, limit: number) => [string, SqlValue[]],
+  each: (fields: string[]) => void,
+  limit = INDEX_PAGE,
+): Promise<void> {
   const ask = (after: string[] | null): Promise<{ page: string | null; n: number } | undefined> => {
-    const [sql, params] = pageSql(after)
+    const [sql, params] = pageSql(after, limit)
     return db.get<{ page: string | null; n: number }>(sql, params)
   }
   let next = ask(null)
@@ -263,13 +269,13 @@ async function forEachRowAsText(db: Db, width: number, pageSql: (after: string[]
     const rows = result?.page ? result.page.split(ROW) : []
     if (rows.length !== (result?.n ?? 0)) throw new Error(`a page of ${result?.n} rows was read as ${rows.length}: a column held NULL or a separator`)
     const last = rows.length > 0 ? rows[rows.length - 1]!.split(FIELD) : null
-    if (rows.length === INDEX_PAGE) next = ask(last)
+    if (rows.length === limit) next = ask(last)
     for (const row of rows) {
       const fields = row.split(FIELD)
       if (fields.length !== width) throw new Error(`a row read as ${fields.length} fields, not ${width}: ${JSON.stringify(row.slice(0, 200))}`)
       each(fields)
     }
-    if (rows.length < INDEX_PAGE) return
+    if (rows.length < limit) return
   }
 }
 
@@ -313,9 +319,9 @@ async function writeHashIndex(db: Db, ranks: Int32Array): Promise<HashOwners> {
   await forEachRowAsText(
     db,
     5,
-    (after) => [
+    (after, limit) => [
       `SELECT group_concat(rowid || char(31) || sha256 || char(31) || coalesce(sha1, '') || char(31) || version_rowid || char(31) || project_id, char(30)) AS page, count(*) AS n
-       FROM (SELECT rowid, sha256, sha1, version_rowid, project_id FROM files WHERE rowid > ? ORDER BY rowid LIMIT ${INDEX_PAGE})`,
+       FROM (SELECT rowid, sha256, sha1, version_rowid, project_id FROM files WHERE rowid > ? ORDER BY rowid LIMIT ${limit})`,
       [after === null ? 0 : Number(after[0])],
     ],
     ([rowidText, sha256, sha1, versionText, projectId]) => {
@@ -358,9 +364,9 @@ async function writeVersionTargets(db: Db): Promise<Int32Array> {
   await forEachRowAsText(
     db,
     6,
-    (after) => [
+    (after, limit) => [
       `SELECT group_concat(rowid || char(31) || project_id || char(31) || rank || char(31) || channel || char(31) || game_versions || char(31) || platforms, char(30)) AS page, count(*) AS n
-       FROM (${select}${after === null ? '' : ' WHERE (project_id, rank) > (?, ?)'} ORDER BY project_id, rank LIMIT ${INDEX_PAGE})`,
+       FROM (${select}${after === null ? '' : ' WHERE (project_id, rank) > (?, ?)'} ORDER BY project_id, rank LIMIT ${limit})`,
       after === null ? [] : [after[1]!, Number(after[2])],
     ],
     ([rowidText, projectId, rankText, channel, gameVersions, platforms]) => {
