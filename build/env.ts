@@ -21,10 +21,14 @@ export function envInt(env: Record<string, string | undefined>, name: string, fa
   return n
 }
 
-/** A switch: `1` (or unset, or empty) is on, `0` is off; anything else is refused (`false` would otherwise read as on). */
-export function envSwitch(env: Record<string, string | undefined>, name: string): boolean {
+/**
+ * A switch: `1` is on, `0` is off, unset or empty is `fallback` (on unless given); anything else is
+ * refused (`false` would otherwise read as on).
+ */
+export function envSwitch(env: Record<string, string | undefined>, name: string, fallback = true): boolean {
   const value = env[name]
-  if (value === undefined || value === '' || value === '1') return true
+  if (value === undefined || value === '') return fallback
+  if (value === '1') return true
   if (value === '0') return false
   throw new ConfigError(`${name} must be 0 or 1, got ${JSON.stringify(value)}`)
 }

@@ -102,7 +102,8 @@ export function resolveShimOptions(
   env: Record<string, string | undefined> = {},
 ): ShimOptions {
   const distDir = path.resolve(overrides.distDir ?? envText(env, 'DIST_DIR') ?? shimDefaults.distDir)
-  const snapshot = overrides.snapshotFile !== undefined ? overrides.snapshotFile : envText(env, 'SNAPSHOT') !== undefined ? path.resolve(env.SNAPSHOT!) : null
+  const snapshotFile = envText(env, 'SNAPSHOT')
+  const snapshot = overrides.snapshotFile !== undefined ? overrides.snapshotFile : snapshotFile !== undefined ? path.resolve(snapshotFile) : null
   const options: ShimOptions = {
     host: overrides.host ?? envText(env, 'HOST') ?? shimDefaults.host,
     port: overrides.port ?? envInt(env, 'PORT', shimDefaults.port, 0, 65535),

@@ -1,7 +1,7 @@
 /** Options of `npm run publish:s3` and their resolution from an environment map (README, "Publishing to S3-compatible storage"). */
 import path from 'node:path'
 import { z } from 'zod'
-import { ConfigError, envInt, envText } from '../env.ts'
+import { envInt, envSwitch, envText } from '../env.ts'
 
 /** Defaults of a publish. */
 export const publishDefaults = {
@@ -67,7 +67,7 @@ export function resolvePublishOptions(overrides: PublishOverrides, env: Record<s
     endpoint: endpoint?.replace(/\/+$/, '') ?? null,
     region: env.S3_REGION || env.AWS_REGION || publishDefaults.region,
     // Stores other than AWS (MinIO, s3rver, Ceph) mostly answer on one host: path style by default.
-    forcePathStyle: pathStyleFrom(env, endpoint !== null),
+    forcePathStyle: envSwitch(env, 'S3_FORCE_PATH_STYLE', endpoint !== null),
     credentials: null,
     concurrency: overrides.concurrency ?? publishDefaults.concurrency,
     retries: envInt(env, 'S3_RETRIES', publishDefaults.retries, 0),
@@ -80,17 +80,6 @@ export function resolvePublishOptions(overrides: PublishOverrides, env: Record<s
   // A message that names its variable stands alone; another is prefixed with the option's name.
   if (!parsed.success) throw new Error(parsed.error.issues.map((i) => (/^[A-Z][A-Z0-9_]+ /.test(i.message) ? i.message : `${i.path.join('.')}: ${i.message}`)).join('; '))
   return { ...parsed.data, log }
-}
-
-/**
- * S3_FORCE_PATH_STYLE, a switch like the others (README, "Configuration"): `1` or `0`, else refused;
- * unset or empty, `fallback` (on with S3_ENDPOINT).
- */
-function pathStyleFrom(env: Record<string, string | undefined>, fallback: boolean): boolean {
-  const value = envText(env, 'S3_FORCE_PATH_STYLE')
-  if (value === undefined) return fallback
-  if (value === '1' || value === '0') return value === '1'
-  throw new ConfigError(`S3_FORCE_PATH_STYLE must be 0 or 1, got ${JSON.stringify(value)}`)
 }
 
 /** `a/b`, `/a/b/` and `a/b/` all become `a/b/`; empty stays empty (the bucket's root). */
