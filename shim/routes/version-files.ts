@@ -28,7 +28,7 @@ import { notFound, validationFailed } from '../errors.ts'
 import { sendStatic } from '../lookup.ts'
 import { readPlainHashQuery, readQuery } from '../query.ts'
 import type { Release } from '../release.ts'
-import { createDerivedBodyParts, sendBody, sendBodyParts, type BodyParts } from '../respond.ts'
+import { createDerivedBodyParts, sendBody, sendBodyParts, Splice, type BodyParts } from '../respond.ts'
 import { answerCacheKey, type KeptBody, type KeptRef, type OwnableBody, type StaticCache } from '../static-cache.ts'
 import {
   findSingleLookupsByHashes,
@@ -101,9 +101,10 @@ function spliceVersionsByHash(hashes: readonly string[], bodies: readonly Body[]
 
 /**
  * The parts of a VersionsByHash answer: the text between the versions (`between`, cut at `ends`)
- * and, in turn, the `<Version>` bytes of each single lookup `bodyAt` gives; undefined when it gives
- * none for one of them (a plan's body that left the cache). `hashes` name the bodies in the error
- * of a broken release (their ETags otherwise).
+ * and, in turn, the `{"data":<Version>}` bytes of each single lookup `bodyAt` gives, spliced in
+ * whole with their wrapper trimmed (Splice); undefined when it gives none for one of them (a plan's
+ * body that left the cache). `hashes` name the bodies in the error of a broken release (their ETags
+ * otherwise).
  */
 function spliceParts(
   between: Buffer,
@@ -111,25 +112,22 @@ function spliceParts(
   bodyAt: (i: number) => Body | undefined,
   releaseId: string,
   hashes?: readonly string[],
-): { parts: Uint8Array[]; length: number } | undefined {
+): { parts: Splice; length: number } | undefined {
   const n = ends.length
-  const parts = new Array<Uint8Array>(2 * n + 1)
-  const text = between.buffer
-  const base = between.byteOffset
+  const pieces = new Array<Uint8Array>(n)
   let length = between.length
-  let at = 0
   for (let i = 0; i < n; i++) {
     const body = bodyAt(i)
     if (body === undefined) return undefined
-    const data = body instanceof SingleLookupBody ? body.version() : dataOf(body, releaseId, hashes?.[i] ?? body.etag)
-    const end = ends[i]!
-    parts[2 * i] = new Uint8Array(text, base + at, end - at)
-    parts[2 * i + 1] = data
-    length += data.length
-    at = end
+    if (body instanceof SingleLookupBody) {
+      pieces[i] = body.bytes
+      length += body.byteLength - WRAPPER_BYTES
+    } else {
+      pieces[i] = wrappedData(body, releaseId, hashes?.[i] ?? body.etag)
+      length += body.bytes.length - WRAPPER_BYTES
+    }
   }
-  parts[2 * n] = new Uint8Array(text, base + at, between.length - at)
-  return { parts, length }
+  return { parts: new Splice(between, ends, pieces, DATA_PREFIX.length, 1), length }
 }
 
 /**
@@ -146,41 +144,31 @@ function answerFromPlan(cache: StaticCache, plan: SplicePlan, releaseId: string)
 
 const DATA_PREFIX = Buffer.from('{"data":')
 const CLOSE_BRACE = Buffer.from('}')
+/** The bytes of a single lookup's `{"data":<Version>}` around its `<Version>`. */
+const WRAPPER_BYTES = DATA_PREFIX.length + 1
 
 /**
  * A single lookup's body made here from SQL's answer (singleLookupOf): it is `{"data":<Version>}`
- * by construction, so its `<Version>` bytes are cut without reading the wrapper. Checking the
- * wrapper read each body's first and last bytes, two cache misses a hash, and with the cut that made
- * about 0.7 µs a hash of a one-off bulk lookup (bench/results/PROFILE.md, Session 17); keeping the
- * cut view itself would cost about 80 bytes an entry, fewer single lookups in CACHE_BYTES. A body
- * the static path read from its file is of another class and is checked (dataOf).
+ * by construction, so it is spliced without reading the wrapper. Checking the wrapper read each
+ * body's first and last bytes, two cache misses a hash, about 0.7 µs a hash of a one-off bulk lookup
+ * (bench/results/PROFILE.md, Session 17). A body the static path read from its file is of another
+ * class and is checked (wrappedData).
  *
  * One class, so every such body has one hidden class. Made as `{ ...createBody(bytes), wrapped:
  * true }` and copied again by the cache (ownBytes' spread), they came in about seven, and the loads
  * of their fields in spliceParts and spliceVersionsByHash went megamorphic: V8's global stub cache,
- * missed and refilled through the runtime (bench/results/PROFILE.md, Session 23). `memory`,
- * `offset` and `byteLength` are those of `bytes`, read once: the `<Version>` view is made from
- * them, as reading the Buffer's `byteOffset` getter was a call through the load IC for each body,
- * which V8 did not inline. `bytes` is at first a view of the query's one BLOB; the cache asks for a
- * copy of its own (owned) only for what it keeps, so with the cache off nothing is copied.
+ * missed and refilled through the runtime (bench/results/PROFILE.md, Session 23). `byteLength` is
+ * that of `bytes`, read once. `bytes` is at first a view of the query's one BLOB; the cache asks
+ * for a copy of its own (owned) only for what it keeps, so with the cache off nothing is copied.
  */
 class SingleLookupBody implements OwnableBody {
   readonly bytes: Buffer
   readonly etag: string
-  readonly memory: ArrayBuffer
-  readonly offset: number
   readonly byteLength: number
   constructor(bytes: Buffer, etag: string) {
     this.bytes = bytes
     this.etag = etag
-    this.memory = bytes.buffer as ArrayBuffer
-    this.offset = bytes.byteOffset
     this.byteLength = bytes.length
-  }
-
-  /** The `<Version>` bytes. */
-  version(): Uint8Array {
-    return new Uint8Array(this.memory, this.offset + DATA_PREFIX.length, this.byteLength - DATA_PREFIX.length - 1)
   }
 
   /** The same body with bytes of its own (for the cache: ownBytes). */
@@ -243,19 +231,14 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   return { answer, plan }
 }
 
-/** The `<Version>` bytes of `{"data":<Version>}`. */
-function versionOf(bytes: Buffer): Uint8Array {
-  return new Uint8Array(bytes.buffer, bytes.byteOffset + DATA_PREFIX.length, bytes.length - DATA_PREFIX.length - 1)
-}
-
-/** The `<Version>` bytes of a single lookup's `{"data":<Version>}` body; anything else is a broken release. */
-function dataOf(body: Body, releaseId: string, what: string): Uint8Array {
+/** The bytes of a single lookup's `{"data":<Version>}` body, checked; anything else is a broken release. */
+function wrappedData(body: Body, releaseId: string, what: string): Buffer {
   const bytes = body.bytes
   // Byte by byte in JavaScript: Buffer.compare's native call was 7% of a bulk lookup.
   let ok = bytes.length > DATA_PREFIX.length && bytes[bytes.length - 1] === 0x7d
   for (let i = 0; ok && i < DATA_PREFIX.length; i++) ok = bytes[i] === DATA_PREFIX[i]
   if (!ok) throw new Error(`release ${releaseId}: a single lookup (${what}) is not a {"data":...} body`)
-  return versionOf(bytes)
+  return bytes
 }
 
 /**
