@@ -10,6 +10,7 @@
  */
 import type { H3Event } from 'h3'
 import { describe, expect, it } from 'vitest'
+import { createRandom as random } from '../bench/zipf.ts'
 import { sendBodyParts, Splice, type BodyParts } from '../shim/respond.ts'
 
 /** A response whose `end` keeps the chunk sent and finishes (calls back) when `finish` is called. */
@@ -79,18 +80,6 @@ describe('answers sent from the pool of buffers', () => {
     expect([head.sent[0]!.status, head.sent[0]!.chunk, head.sent[0]!.headers['content-length']]).toEqual([200, undefined, 100])
   })
 })
-
-/** A deterministic generator (mulberry32), so a failure names a case that comes again. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /**
  * A splice of `n` pieces into a text, each piece `trimStart` bytes of 0xee, its content and
