@@ -292,6 +292,35 @@ describe('GET /version-files?hashes=', () => {
     cache.clear()
   })
 
+  it('keeps no plan while a body it would splice is not kept (the cache did not admit it), and answers every repeat from the bodies', async () => {
+    const { cache } = server.ctx
+    const hashes = [...byHash.keys()].slice(40, 60)
+    const search = `hashes=${hashes.join(',')}`
+    const planKey = answerCacheKey('hashes', search)
+    const ask = async (): Promise<{ status: number; text: string; etag: string | null }> => {
+      const res = await server.get(`/version-files?${search}`)
+      return { status: res.status, text: await res.text(), etag: res.headers.get('etag') }
+    }
+    cache.clear()
+    const put = cache.put!.bind(cache)
+    // The cache turns down one single lookup, as a full cache turns down a key asked less often than what it would evict.
+    const puts = vi.spyOn(cache, 'put').mockImplementation(((key: string, body: never, generation: number) => (key === hashes[7] ? body : put(key, body, generation))) as typeof put)
+    try {
+      const first = await ask()
+      expect(first.status).toBe(200)
+      expect(Object.keys(byHashSchema.parse(JSON.parse(first.text)).data)).toEqual(hashes)
+      expect(cache.refOf!(hashes[7]!)).toBeUndefined()
+      expect(cache.refOf!(hashes[6]!)).toBeDefined()
+      // Asked again (a plan would be admitted now) and again: the same answer, and no plan with a hole in it.
+      expect(await ask()).toEqual(first)
+      expect(cache.get!(planKey)).toBeUndefined()
+      expect(await ask()).toEqual(first)
+    } finally {
+      puts.mockRestore()
+      cache.clear()
+    }
+  })
+
   it('reads the catalog with SQLite\'s default page cache (a larger one counts in RSS against the 300 MB bound)', async () => {
     expect(await server.ctx.release.db.get<{ cache_size: number }>('PRAGMA cache_size')).toEqual({ cache_size: -2000 })
   })

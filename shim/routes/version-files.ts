@@ -203,29 +203,44 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   const generation = cache.generation
   // A single lookup is kept under its bare hash (the cache's keyOf), which the query's reading has
   // hashed for the Map already: no `/api/v1/version-files/<hash>` made per hash. One lookup a hash:
-  // the entry's reference, for the plan, and its body through it.
-  const refs = hashes.map((h) => cache.refOf?.(h))
-  const bodies: (Body | undefined)[] = refs.map((r) => (r === undefined ? undefined : cache.hit?.(r)))
-  const missing = hashes.filter((_, i) => bodies[i] === undefined)
+  // the entry's reference, for the plan, and its body through it. One loop and arrays of the
+  // list's length, so a list whose hashes are all kept allocates nothing per hash.
+  const n = hashes.length
+  const refs = new Array<KeptRef | undefined>(n)
+  const bodies = new Array<Body | undefined>(n)
+  const missing: string[] = []
+  for (let i = 0; i < n; i++) {
+    const ref = cache.refOf?.(hashes[i]!)
+    const body = ref === undefined ? undefined : cache.hit?.(ref)
+    refs[i] = ref
+    bodies[i] = body
+    if (body === undefined) missing.push(hashes[i]!)
+  }
+  let known = n - missing.length
   if (missing.length > 0) {
     const found = await findSingleLookups(ctx.release, missing)
-    for (const [i, hash] of hashes.entries()) {
+    for (let i = 0; i < n; i++) {
+      const hash = hashes[i]!
       const lookup = bodies[i] === undefined ? found.get(hash) : undefined
       if (lookup === undefined) continue
       const rendered = singleLookupOf(lookup.body, lookup.etag)
       bodies[i] = cache.put?.(hash, rendered, generation) ?? rendered
       refs[i] = cache.refOf?.(hash)
+      known++
     }
   }
-  const known = hashes.flatMap((_, i) => (bodies[i] === undefined ? [] : [i]))
+  // The hashes found, in the order asked: most often all of them, and then the arrays as they are.
+  const all = known === n
   const { answer, between, ends } = spliceVersionsByHash(
-    known.map((i) => hashes[i]!),
-    known.map((i) => bodies[i]!),
+    all ? hashes : hashes.filter((_, i) => bodies[i] !== undefined),
+    (all ? bodies : bodies.filter((b) => b !== undefined)) as Body[],
     ctx.release.id,
   )
+  const knownRefs = all ? refs : refs.filter((_, i) => bodies[i] !== undefined)
   // A plan only when every body is kept (not when the cache had no room or a release went live).
-  const knownRefs = known.map((i) => refs[i])
-  const plan: SplicePlan | undefined = knownRefs.every((r) => r !== undefined)
+  let kept = true
+  for (let i = 0; i < knownRefs.length; i++) if (knownRefs[i] === undefined) kept = false
+  const plan: SplicePlan | undefined = kept
     ? { bytes: between, etag: answer.etag, refs: knownRefs as KeptRef[], ends, heapBytes: 256 + PLAN_HEAP_BYTES_PER_BODY * knownRefs.length }
     : undefined
   return { answer, plan }
