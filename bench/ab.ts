@@ -42,11 +42,17 @@ const { values } = parseArgs({
   },
 })
 
+/** Refuses the command line: the message, and exit 2, as the other bench commands do with a bad flag. */
+function fail(message: string): never {
+  console.error(`bench:ab: ${message}`)
+  process.exit(2)
+}
+
 /** A whole number option, refused with its name when it is not one. */
 function count(name: string, value: string | undefined, min: number): number | undefined {
   if (value === undefined) return undefined
   const n = Number(value)
-  if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be a whole number of at least ${min}, not "${value}"`)
+  if (!Number.isInteger(n) || n < min) fail(`--${name} must be a whole number of at least ${min}, not "${value}"`)
   return n
 }
 
@@ -62,13 +68,13 @@ const mix = count('mix', values.mix, 1)
 const cacheBytes = count('cache-bytes', values['cache-bytes'], 0)
 const distDir = path.resolve(values.dist)
 const listFile = path.resolve(values.list!)
-if (!existsSync(path.join(distDir, 'current'))) throw new Error(`--dist ${distDir} holds no release (no current pointer): build one first`)
-if (!existsSync(listFile)) throw new Error(`--list ${listFile} does not exist: npm run bench writes the serving lists into bench/.work`)
+if (!existsSync(path.join(distDir, 'current'))) fail(`--dist ${distDir} holds no release (no current pointer): build one first`)
+if (!existsSync(listFile)) fail(`--list ${listFile} does not exist: npm run bench writes the serving lists into bench/.work`)
 
 /** The commit `ref` names, checked out (once) as a worktree in the work folder, with this checkout's node_modules. */
 function checkout(ref: string): { root: string; commit: string } {
   const rev = spawnSync('git', ['rev-parse', '--verify', `${ref}^{commit}`], { cwd: ROOT, encoding: 'utf8' })
-  if (rev.status !== 0) throw new Error(`--before ${ref} names no commit: ${rev.stderr.trim()}`)
+  if (rev.status !== 0) fail(`--before ${ref} names no commit: ${rev.stderr.trim()}`)
   const commit = rev.stdout.trim()
   const root = path.join(path.resolve(values.work!), `ab-${commit.slice(0, 12)}`)
   if (!existsSync(root)) {
@@ -93,7 +99,7 @@ process.on('SIGINT', () => {
 
 // The list's first request is the probe both must answer with a 200 before they count as started.
 const paths = readFileSync(listFile, 'utf8').split('\n').map((line) => line.split('\t')[0]!).filter((p) => p !== '').slice(0, 20)
-if (paths.length === 0) throw new Error(`--list ${listFile} holds no request path`)
+if (paths.length === 0) fail(`--list ${listFile} holds no request path`)
 
 try {
   const a = await startShim({ distDir, port: 18401, workDir: values.work!, root: before.root, env, probePath: paths[0]! })
