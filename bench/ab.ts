@@ -22,6 +22,7 @@ import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { compareServers } from './compare.ts'
+import { median } from './stats.ts'
 import { ROOT, startShim, type ServerHandle } from './servers.ts'
 import { runWrk } from './wrk.ts'
 
@@ -132,7 +133,7 @@ try {
     beforeUs: round1((r.serverCpuPct * 1e4) / r.rps),
     afterUs: round1((rowB!.reps[i]!.serverCpuPct * 1e4) / rowB!.reps[i]!.rps),
   }))
-  const ratios = perRep.map((r) => r.afterUs / r.beforeUs).sort((x, y) => x - y)
+  const ratios = perRep.map((r) => r.afterUs / r.beforeUs)
   log('')
   log(`| ${connections} in flight | before (${before.commit.slice(0, 7)}) | after (${head}${dirty ? '+' : ''}) |`)
   log('|---|---|---|')
@@ -140,7 +141,7 @@ try {
   log(`| p99 ms, median [min–max] | ${rowA!.p99Ms.median} [${rowA!.p99Ms.min}–${rowA!.p99Ms.max}] | ${rowB!.p99Ms.median} [${rowB!.p99Ms.min}–${rowB!.p99Ms.max}] |`)
   log(`| server µs of CPU a request, median | ${rowA!.serverCpuUsPerRequest} | ${rowB!.serverCpuUsPerRequest} |`)
   log(`| each repetition's µs (before / after) | ${perRep.map((r) => `${r.beforeUs} / ${r.afterUs}`).join(', ')} | |`)
-  log(`after / before CPU a request, per repetition: median ${round3(ratios[ratios.length >> 1]!)} [${round3(ratios[0]!)}–${round3(ratios[ratios.length - 1]!)}]`)
+  log(`after / before CPU a request, per repetition: median ${round3(median(ratios))} [${round3(Math.min(...ratios))}–${round3(Math.max(...ratios))}], lower after in ${ratios.filter((r) => r < 1).length} of ${ratios.length}`)
   if (values.out !== undefined) {
     writeFileSync(path.resolve(values.out), JSON.stringify({ date: new Date().toISOString(), before: before.commit, after: `${head}${dirty ? '+' : ''}`, distDir, listFile, mix: mix ?? null, connections, seconds, reps, cacheBytes: cacheBytes ?? null, rows, perRep }, null, 2) + '\n')
     log(`written: ${values.out}`)
