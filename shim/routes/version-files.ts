@@ -238,9 +238,7 @@ async function renderVersionsByHash(ctx: RouteInput['ctx'], hashes: readonly str
   )
   const knownRefs = all ? refs : refs.filter((_, i) => bodies[i] !== undefined)
   // A plan only when every body is kept (not when the cache had no room or a release went live).
-  let kept = true
-  for (let i = 0; i < knownRefs.length; i++) if (knownRefs[i] === undefined) kept = false
-  const plan: SplicePlan | undefined = kept
+  const plan: SplicePlan | undefined = knownRefs.every((r) => r !== undefined)
     ? { bytes: between, etag: answer.etag, refs: knownRefs as KeptRef[], ends, heapBytes: 256 + PLAN_HEAP_BYTES_PER_BODY * knownRefs.length }
     : undefined
   return { answer, plan }
