@@ -15,7 +15,6 @@ import { readFile } from 'node:fs/promises'
 import { createBody, type Body } from '../build/render/body.ts'
 import { createDoorkeeper } from './doorkeeper.ts'
 import { createFrequencySketch, keyHash } from './frequency-sketch.ts'
-import { createHashSlots } from './hash-slots.ts'
 
 /**
  * What an entry costs beside its body's bytes, in RSS: the key, the Map slot, the entry, the Body,
@@ -229,24 +228,13 @@ export function createStaticCache(maxBytes: number): StaticCache {
   // leave, the main space's clock hand).
   const window = new Map<string, Entry>()
   const main = new Map<string, Entry>()
-  // The single hash lookups' entries, by their bare hash, a second time: found there with about
-  // one cache miss fewer than in the Maps, where they stay for the eviction's order
-  // (shim/hash-slots.ts). A bare hash is kept in the slots exactly while it is in a Map; the slots'
-  // bytes count against the bound.
-  const singles = createHashSlots<Entry>(64)
   const windowMax = Math.floor(maxBytes * WINDOW_SHARE)
   let windowBytes = 0
   let mainBytes = 0
   let generation = 0
   const doorkeeper = createDoorkeeper()
   const sketch = createFrequencySketch(maxBytes / BYTES_PER_COUNTER, maxBytes / BYTES_PER_ADDITION)
-  const lookup = (key: string): Entry | undefined => {
-    const single = singles.get(key)
-    // null: not a bare hash, so not in the slots.
-    return single !== null ? single : (main.get(key) ?? window.get(key))
-  }
-  /** What the cache holds against its bound. */
-  const used = (): number => windowBytes + mainBytes + singles.bytes
+  const lookup = (key: string): Entry | undefined => main.get(key) ?? window.get(key)
   /** A key as given to the cache's methods: a request path (keyOf), an answer key, or a single lookup's bare hash. */
   const find = (given: string): Entry | undefined => lookup(keyOf(given))
   /** The main space's next entry to evict: the clock hand gives each entry hit since it last passed a second chance. */
@@ -261,11 +249,10 @@ export function createStaticCache(maxBytes: number): StaticCache {
   }
   /** Evicts from the main space until the cache is within its bound. */
   const shrink = (): void => {
-    while (used() > maxBytes) {
+    while (windowBytes + mainBytes > maxBytes) {
       const next = victim()
       if (next === undefined) return
       main.delete(next[0])
-      singles.delete(next[0])
       mainBytes -= next[1].size
       next[1].kept = undefined
     }
@@ -277,10 +264,9 @@ export function createStaticCache(maxBytes: number): StaticCache {
       const size = candidate.size
       window.delete(key)
       windowBytes -= size
-      if (used() + size > maxBytes) {
+      if (windowBytes + mainBytes + size > maxBytes) {
         const next = victim()
         if (next !== undefined && sketch.estimate(candidate.hash) <= sketch.estimate(next[1].hash)) {
-          singles.delete(key)
           candidate.kept = undefined
           continue
         }
@@ -317,9 +303,7 @@ export function createStaticCache(maxBytes: number): StaticCache {
     if (size > maxBytes) return body
     const kept = ownBytes(body)
     const entry: Entry = { kept, used: false, hash, size }
-    const flat = flatKey(key)
-    window.set(flat, entry)
-    singles.set(flat, entry)
+    window.set(flatKey(key), entry)
     windowBytes += size
     settle()
     // Not admitted: the caller answers with its body all the same.
@@ -335,7 +319,6 @@ export function createStaticCache(maxBytes: number): StaticCache {
       const inMain = main.get(key)
       const entry = inMain ?? window.get(key)
       if (entry === undefined) return
-      singles.delete(key)
       const size = entry.size
       if (inMain) {
         main.delete(key)
@@ -364,7 +347,6 @@ export function createStaticCache(maxBytes: number): StaticCache {
       for (const entry of window.values()) entry.kept = undefined
       main.clear()
       window.clear()
-      singles.clear()
       doorkeeper.clear()
       sketch.clear()
       windowBytes = 0
