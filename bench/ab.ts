@@ -11,11 +11,13 @@
  * same status, ETag and bytes: a change measured here is one that does not change answers.
  *
  *   npm run bench:ab -- --before REF --dist DIR [--list FILE] [--mix N] [--reps N] [--seconds N]
- *     [--connections N] [--warmup N] [--cache-bytes N] [--out FILE]
+ *     [--connections N] [--warmup N] [--cache-bytes N] [--after-env NAME=VALUE]... [--out FILE]
  *
  * `--list` is a list of request paths as the serving bench writes them (default: its bulk-hashes
  * list, bench/.work/dynamic-bulk-hashes.tsv); `--mix N` draws N values of the list's parameter
  * afresh for every request (lua/urls.lua's mix mode: 100 makes the bench's bulk-hashes-unique).
+ * `--after-env NAME=VALUE` (repeatable) sets an environment variable of the after shim only, so a
+ * setting can be measured with the same code on both sides (`--before HEAD`).
  */
 import { spawnSync } from 'node:child_process'
 import { existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -38,6 +40,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '32' },
     warmup: { type: 'string', default: '20' },
     'cache-bytes': { type: 'string' },
+    'after-env': { type: 'string', multiple: true, default: [] },
     work: { type: 'string', default: path.join(ROOT, 'bench/.work') },
     out: { type: 'string' },
   },
@@ -58,7 +61,7 @@ function count(name: string, value: string | undefined, min: number): number | u
 }
 
 if (values.before === undefined || values.dist === undefined) {
-  console.error('usage: npm run bench:ab -- --before REF --dist DIR [--list FILE] [--mix N] [--reps N] [--seconds N] [--connections N] [--warmup N] [--cache-bytes N] [--out FILE]')
+  console.error('usage: npm run bench:ab -- --before REF --dist DIR [--list FILE] [--mix N] [--reps N] [--seconds N] [--connections N] [--warmup N] [--cache-bytes N] [--after-env NAME=VALUE]... [--out FILE]')
   process.exit(2)
 }
 const reps = count('reps', values.reps, 1)!
@@ -67,6 +70,14 @@ const connections = count('connections', values.connections, 1)!
 const warmupSeconds = count('warmup', values.warmup, 0)!
 const mix = count('mix', values.mix, 1)
 const cacheBytes = count('cache-bytes', values['cache-bytes'], 0)
+/** The after shim's own environment variables (`--after-env NAME=VALUE`). */
+const afterEnv: Record<string, string> = {}
+for (const pair of values['after-env']!) {
+  const eq = pair.indexOf('=')
+  if (eq <= 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(pair.slice(0, eq))) fail(`--after-env must be NAME=VALUE with a variable name, not "${pair}"`)
+  afterEnv[pair.slice(0, eq)] = pair.slice(eq + 1)
+}
+const afterNote = Object.keys(afterEnv).length === 0 ? '' : ` with ${Object.entries(afterEnv).map(([k, v]) => `${k}=${v}`).join(' ')}`
 const distDir = path.resolve(values.dist)
 const listFile = path.resolve(values.list!)
 if (!existsSync(path.join(distDir, 'current'))) fail(`--dist ${distDir} holds no release (no current pointer): build one first`)
@@ -105,13 +116,13 @@ if (paths.length === 0) fail(`--list ${listFile} holds no request path`)
 try {
   const a = await startShim({ distDir, port: 18401, workDir: values.work!, root: before.root, env, probePath: paths[0]! })
   servers.push(a)
-  const b = await startShim({ distDir, port: 18402, workDir: values.work!, env, probePath: paths[0]! })
+  const b = await startShim({ distDir, port: 18402, workDir: values.work!, env: { ...env, ...afterEnv }, probePath: paths[0]! })
   servers.push(b)
   const sides = [
     { handle: { ...a, name: 'before' }, listFile, mix },
     { handle: { ...b, name: 'after' }, listFile, mix },
   ]
-  log(`before: ${before.commit.slice(0, 12)} (pid ${a.pid}, first answer ${Math.round(a.startMs)} ms); after: this checkout, ${head}${dirty ? ' with uncommitted changes' : ''} (pid ${b.pid}, first answer ${Math.round(b.startMs)} ms)`)
+  log(`before: ${before.commit.slice(0, 12)} (pid ${a.pid}, first answer ${Math.round(a.startMs)} ms); after: this checkout, ${head}${dirty ? ' with uncommitted changes' : ''}${afterNote} (pid ${b.pid}, first answer ${Math.round(b.startMs)} ms)`)
 
   await sameAnswers(a, b, 'cold')
 
@@ -135,7 +146,7 @@ try {
   }))
   const ratios = perRep.map((r) => r.afterUs / r.beforeUs)
   log('')
-  log(`| ${connections} in flight | before (${before.commit.slice(0, 7)}) | after (${head}${dirty ? '+' : ''}) |`)
+  log(`| ${connections} in flight | before (${before.commit.slice(0, 7)}) | after (${head}${dirty ? '+' : ''}${afterNote}) |`)
   log('|---|---|---|')
   log(`| requests/s, median [min–max] | ${rowA!.rps.median} [${rowA!.rps.min}–${rowA!.rps.max}] | ${rowB!.rps.median} [${rowB!.rps.min}–${rowB!.rps.max}] |`)
   log(`| p99 ms, median [min–max] | ${rowA!.p99Ms.median} [${rowA!.p99Ms.min}–${rowA!.p99Ms.max}] | ${rowB!.p99Ms.median} [${rowB!.p99Ms.min}–${rowB!.p99Ms.max}] |`)
@@ -143,7 +154,7 @@ try {
   log(`| each repetition's µs (before / after) | ${perRep.map((r) => `${r.beforeUs} / ${r.afterUs}`).join(', ')} | |`)
   log(`after / before CPU a request, per repetition: median ${round3(median(ratios))} [${round3(Math.min(...ratios))}–${round3(Math.max(...ratios))}], lower after in ${ratios.filter((r) => r < 1).length} of ${ratios.length}`)
   if (values.out !== undefined) {
-    writeFileSync(path.resolve(values.out), JSON.stringify({ date: new Date().toISOString(), before: before.commit, after: `${head}${dirty ? '+' : ''}`, distDir, listFile, mix: mix ?? null, connections, seconds, reps, cacheBytes: cacheBytes ?? null, rows, perRep }, null, 2) + '\n')
+    writeFileSync(path.resolve(values.out), JSON.stringify({ date: new Date().toISOString(), before: before.commit, after: `${head}${dirty ? '+' : ''}`, distDir, listFile, mix: mix ?? null, connections, seconds, reps, cacheBytes: cacheBytes ?? null, afterEnv, rows, perRep }, null, 2) + '\n')
     log(`written: ${values.out}`)
   }
 } finally {
