@@ -127,7 +127,7 @@ function spliceParts(
       length += body.bytes.length - WRAPPER_BYTES
     }
   }
-  return { parts: new Splice(between, ends, pieces, DATA_PREFIX.length, 1), length }
+  return { parts: new Splice(between, ends, pieces, DATA_PREFIX.length, CLOSE_BRACE.length), length }
 }
 
 /**
@@ -145,7 +145,7 @@ function answerFromPlan(cache: StaticCache, plan: SplicePlan, releaseId: string)
 const DATA_PREFIX = Buffer.from('{"data":')
 const CLOSE_BRACE = Buffer.from('}')
 /** The bytes of a single lookup's `{"data":<Version>}` around its `<Version>`. */
-const WRAPPER_BYTES = DATA_PREFIX.length + 1
+const WRAPPER_BYTES = DATA_PREFIX.length + CLOSE_BRACE.length
 
 /**
  * A single lookup's body made here from SQL's answer (singleLookupOf): it is `{"data":<Version>}`
