@@ -24,10 +24,11 @@ import { BUILD_CACHE_KIB, stagingIndexes, stagingPragmas, stagingSchema } from '
 import { loadSource } from './load.ts'
 import type { DiffCounts } from './release/formats.ts'
 import { readPointer } from './release/feed.ts'
-import { hashAhead, hashFileOffThread, type FileHash, type HashedAhead } from './release/hash-file.ts'
+import { hashAhead, hashFileOffThread, recordedHash, type FileHash, type HashedAhead } from './release/hash-file.ts'
 import { resolveSourceRevision } from './release/options.ts'
 import { abortRelease, prepareRelease, publishRelease, type ReleaseInfo } from './release/publish.ts'
 import { sealRelease } from './release/seal.ts'
+import { SNAPSHOT_HASH_RECORD } from './release/snapshot.ts'
 import { createWritePool } from './release/write-pool.ts'
 import { createLocalSink, type ReleaseSink } from './release/write-sink.ts'
 import type { WriteStats } from './release/writer.ts'
@@ -81,11 +82,17 @@ export async function runBuild(options: BuildOptions): Promise<BuildResult> {
   let snapshotAhead: Promise<HashedAhead | null> | null = null
   let catalogCopy: Promise<string | null> | null = null
   try {
-    // The live release's snapshot (6.4 GB at the large catalog) is hashed now, on a thread of its
-    // own, while the load and the catalog leave a core idle; the seal, where both cores are busy,
-    // then copies from it without hashing it again, if stat says nothing wrote it since (snapshot.ts).
+    // The live release's snapshot (6.4 GB at the large catalog) is vouched for by the SHA-256 its
+    // build recorded when it sealed it, if stat says nothing wrote the file since; else hashed now,
+    // on a thread of its own, beside the load and the catalog. The seal then copies from it without
+    // hashing it again, if stat still says so (snapshot.ts). Reading and hashing it here cost about
+    // 5 s of CPU and 6.4 GB read from the disk when not cached (bench/results/BUILD-PROFILE.md, Session 56).
     const previousPointer = pending.previousDir ? readPointer(pending.previousDir) : null
-    if (options.release.snapshot && previousPointer?.snapshot) snapshotAhead = hashAhead(path.join(pending.previousDir!, 'public', previousPointer.snapshot.path))
+    if (options.release.snapshot && previousPointer?.snapshot) {
+      const file = path.join(pending.previousDir!, 'public', previousPointer.snapshot.path)
+      const recorded = recordedHash(path.join(pending.previousDir!, SNAPSHOT_HASH_RECORD), file, previousPointer.snapshot)
+      snapshotAhead = recorded ? Promise.resolve(recorded) : hashAhead(file)
+    }
     await staging.exec(`PRAGMA cache_size = -${BUILD_CACHE_KIB}; ${stagingPragmas} ${kept ? '' : stagingSchema}`)
     const { records: counts, filesRead } = await loadSource(ctx, kept)
     if (kept) {

@@ -4,16 +4,16 @@
  * same bytes as the snapshot of a full build of the same data. A previous snapshot that is gone or
  * whose bytes are not those its release gives is not used, and the snapshot is still right.
  */
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync, writeSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openDb } from '../build/db/sqlite.ts'
 import { readOrderLines, removeBodyOrder, writeBodyOrder, writePathOrder } from '../build/release/body-order.ts'
-import { hashAhead, hashFile } from '../build/release/hash-file.ts'
+import { hashAhead, hashFile, recordedHash, recordHash } from '../build/release/hash-file.ts'
 import { collectNameChanges } from '../build/release/name-changes.ts'
-import { precedes, verifyPrevious, writeSnapshot } from '../build/release/snapshot.ts'
+import { precedes, SNAPSHOT_HASH_RECORD, verifyPrevious, writeSnapshot } from '../build/release/snapshot.ts'
 import { addSodiumVersion, buildRelease, copySampleData, editSummary, readManifestOf, type BuiltRelease } from './harness.ts'
 
 const root = mkdtempSync(path.join(os.tmpdir(), 'snapshot-reuse-test-'))
@@ -35,10 +35,19 @@ const fullSnapshot = async (): Promise<string> => (await buildRelease(data, path
  */
 function reuse(): [number, number, number, number] | null {
   const m = logs
-    .map((l) => l.match(/(\d+) of (\d+) bodies and (\d+) of (\d+) names copied from the previous snapshot, the names by the change list \(checked by the SHA-256 the build took ahead\)$/))
+    .map((l) =>
+      l.match(/(\d+) of (\d+) bodies and (\d+) of (\d+) names copied from the previous snapshot, the names by the change list \(checked by the SHA-256 (?:recorded when it was sealed|the build took ahead)\)$/),
+    )
     .find((x) => x)
   return m ? [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4])] : null
 }
+/** How the last build vouched for the previous snapshot's bytes: by the hash its build recorded, or one it took ahead itself. */
+const checkedBy = (): 'recorded' | 'ahead' | null =>
+  logs.some((l) => l.endsWith('(checked by the SHA-256 recorded when it was sealed)'))
+    ? 'recorded'
+    : logs.some((l) => l.endsWith('(checked by the SHA-256 the build took ahead)'))
+      ? 'ahead'
+      : null
 const notReused = (): string | undefined => logs.find((l) => l.includes('the previous snapshot was not reused: '))
 
 function snapshotFile(built: BuiltRelease): string {
@@ -65,6 +74,11 @@ describe("a rebuild's snapshot copied from the previous one", () => {
     live = await rebuild()
     const counts = reuse()
     expect(counts, logs.join('\n')).not.toBeNull()
+    // The first release's snapshot was not read to be hashed: its build recorded the hash when it sealed it.
+    expect(checkedBy()).toBe('recorded')
+    const record = JSON.parse(readFileSync(path.join(first.releaseDir, SNAPSHOT_HASH_RECORD), 'utf8'))
+    expect(record).toMatchObject({ format: 1, file: path.join('public', first.pointer.snapshot!.path), sha256: first.pointer.snapshot!.sha256, size: first.pointer.snapshot!.size })
+    expect(JSON.parse(readFileSync(path.join(live.releaseDir, SNAPSHOT_HASH_RECORD), 'utf8'))).toMatchObject({ sha256: live.pointer.snapshot!.sha256 })
     // The snapshot took the copy of the catalog the build made during the render: none is left.
     expect(logs.some((l) => l.includes('its catalog from the copy made during the render; '))).toBe(true)
     expect(existsSync(path.join(live.releaseDir, 'catalog.sqlite.snapshot'))).toBe(false)
@@ -89,6 +103,18 @@ describe("a rebuild's snapshot copied from the previous one", () => {
     } finally {
       await db.close()
     }
+  })
+
+  it('hashes the previous snapshot ahead when stat says something wrote it since its hash was recorded', async () => {
+    // The times set anew (the bytes untouched): the record no longer vouches for the file, which is hashed and taken.
+    const file = snapshotFile(live)
+    const { atime, mtime } = statSync(file)
+    utimesSync(file, atime, mtime)
+    editSummary(data, 'sodium', 'A summary edited once the snapshot was touched.')
+    live = await rebuild()
+    expect(reuse(), logs.join('\n')).not.toBeNull()
+    expect(checkedBy()).toBe('ahead')
+    expect(live.pointer.snapshot!.sha256).toBe(await fullSnapshot())
   })
 
   it('is the same file again when nothing changed', async () => {
@@ -251,6 +277,45 @@ describe("the previous snapshot's SHA-256 taken ahead", () => {
 
   it('gives null for a file it cannot read', async () => {
     expect(await hashAhead(path.join(root, 'no-such-snapshot.sqlite'))).toBeNull()
+  })
+
+  it('is taken from the record its build left while stat gives the file the identity recorded, and never otherwise', async () => {
+    const dir = mkdtempSync(path.join(root, 'record-'))
+    const sealed = path.join(dir, 'public', 'snapshot.bin')
+    mkdirSync(path.dirname(sealed))
+    writeFileSync(sealed, 'a sealed snapshot '.repeat(1000))
+    const expected = await hashFile(sealed)
+    const record = path.join(dir, SNAPSHOT_HASH_RECORD)
+    expect(recordedHash(record, sealed, expected)).toBeNull()
+    recordHash(record, sealed, expected)
+    expect(JSON.parse(readFileSync(record, 'utf8'))).toMatchObject({ format: 1, file: path.join('public', 'snapshot.bin'), ...expected })
+    const found = recordedHash(record, sealed, expected)
+    expect(found).toMatchObject({ ...expected, file: sealed, recorded: true })
+    // verifyPrevious judges by it without reading the file.
+    const check = verifyPrevious({ snapshot: sealed, expected, hashed: found })
+    expect(check.ahead).toBe(true)
+    expect(await check.verdict).toBeNull()
+    // Not for a hash or size other than the release gives, nor for another file.
+    expect(recordedHash(record, sealed, { ...expected, sha256: 'e'.repeat(64) })).toBeNull()
+    expect(recordedHash(record, sealed, { ...expected, size: expected.size + 1 })).toBeNull()
+    const other = path.join(dir, 'public', 'other.bin')
+    writeFileSync(other, readFileSync(sealed))
+    expect(recordedHash(record, other, expected)).toBeNull()
+    // Not from a record that is not one.
+    writeFileSync(`${record}.bad`, '{"format":1,"file":"public/snapshot.bin"}')
+    expect(recordedHash(`${record}.bad`, sealed, expected)).toBeNull()
+    writeFileSync(`${record}.bad`, 'not json')
+    expect(recordedHash(`${record}.bad`, sealed, expected)).toBeNull()
+    // Not once anything wrote the file: the same bytes written again, or only its times set.
+    await sleep(50)
+    writeFileSync(sealed, readFileSync(other))
+    expect(recordedHash(record, sealed, expected)).toBeNull()
+    recordHash(record, sealed, expected)
+    expect(recordedHash(record, sealed, expected)).not.toBeNull()
+    await sleep(50)
+    const { atime, mtime } = statSync(sealed)
+    utimesSync(sealed, atime, mtime)
+    expect(recordedHash(record, sealed, expected)).toBeNull()
   })
 })
 

@@ -1,8 +1,10 @@
 /** SHA-256 and size of a file, streamed (snapshots and catalogs are gigabytes at the large size). */
 import { createHash } from 'node:crypto'
-import { statSync } from 'node:fs'
+import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { open } from 'node:fs/promises'
+import path from 'node:path'
 import { Worker } from 'node:worker_threads'
+import { z } from 'zod'
 
 /** SHA-256 (hex) and size in bytes of a file. */
 export interface FileHash {
@@ -104,10 +106,55 @@ export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
   return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs
 }
 
-/** A file's SHA-256 and size taken earlier, with the identity it had throughout the read. */
+/**
+ * A file's SHA-256 and size taken earlier, with the identity it had throughout the read; `recorded`:
+ * taken by the build that wrote the file, once it was final (recordHash), not read by this build.
+ */
 export interface HashedAhead extends FileHash {
   file: string
   identity: FileIdentity
+  recorded?: boolean
+}
+
+/** A FileIdentity as JSON (records, and the snapshot worker's argument). */
+export const identitySchema = z.object({ dev: z.string(), ino: z.string(), size: z.string(), mtimeNs: z.string(), ctimeNs: z.string() })
+/** The record recordHash writes: the file (relative to the record's folder), its SHA-256 and size, and its identity then. */
+const hashRecordSchema = z.object({
+  format: z.literal(1),
+  file: z.string().min(1),
+  sha256: z.string().regex(/^[0-9a-f]{64}$/),
+  size: z.number().int().nonnegative(),
+  identity: identitySchema,
+})
+
+/**
+ * Records beside a file the build has just finished (at `record`, in a folder above it) the SHA-256
+ * and size it took of its bytes and the identity the file has now, so that a later build can trust
+ * that hash (recordedHash) while stat gives the file the same identity, instead of reading it again.
+ */
+export function recordHash(record: string, file: string, hash: FileHash): void {
+  const doc: z.infer<typeof hashRecordSchema> = { format: 1, file: path.relative(path.dirname(record), file), sha256: hash.sha256, size: hash.size, identity: fileIdentity(file) }
+  writeFileSync(`${record}.tmp`, JSON.stringify(doc) + '\n')
+  renameSync(`${record}.tmp`, record)
+}
+
+/**
+ * The hash recordHash left for `file` at `record`, as a HashedAhead, when it is `expected` (what the
+ * file's release gives) and stat gives the file the identity it had when the hash was recorded:
+ * nothing has written it since (hashAhead's test, over the time between two builds). Null when
+ * there is no record, it is unreadable or of another file or hash, or the identity changed: the
+ * caller then hashes the file.
+ */
+export function recordedHash(record: string, file: string, expected: FileHash): HashedAhead | null {
+  try {
+    const doc = hashRecordSchema.parse(JSON.parse(readFileSync(record, 'utf8')))
+    if (path.resolve(path.dirname(record), doc.file) !== path.resolve(file)) return null
+    if (doc.sha256 !== expected.sha256 || doc.size !== expected.size) return null
+    if (!sameIdentity(doc.identity, fileIdentity(file))) return null
+    return { sha256: doc.sha256, size: doc.size, file, identity: doc.identity, recorded: true }
+  } catch {
+    return null
+  }
 }
 
 /**

@@ -11,7 +11,7 @@ import { z } from 'zod'
 import { readPeakRssBytes } from '../cpu.ts'
 import type { PreviousArchive } from './archive.ts'
 import type { BodyPackFiles } from './body-pack.ts'
-import type { FileHash } from './hash-file.ts'
+import { identitySchema, type FileHash } from './hash-file.ts'
 import { settle, type Later, type SnapshotSources } from './snapshot.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
 
@@ -21,7 +21,8 @@ export const fileHashSchema = z.object({ sha256: z.string().regex(/^[0-9a-f]{64}
 /** A file's SHA-256 taken ahead with its identity (hash-file.ts HashedAhead), as the snapshot worker takes it. */
 export const hashedAheadSchema = fileHashSchema.extend({
   file: z.string().min(1),
-  identity: z.object({ dev: z.string(), ino: z.string(), size: z.string(), mtimeNs: z.string(), ctimeNs: z.string() }),
+  identity: identitySchema,
+  recorded: z.boolean().optional(),
 })
 
 const usageSchema = z.object({

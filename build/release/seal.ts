@@ -18,14 +18,14 @@ import { hasBodyPack, removeBodyPack, sortBodyPack } from './body-pack.ts'
 import { stampContentMtime } from './content-mtime.ts'
 import { writeFeed, readPointer } from './feed.ts'
 import type { DiffCounts, FileRef, Pointer } from './formats.ts'
-import { hashFile, type FileHash, type HashedAhead } from './hash-file.ts'
+import { hashFile, recordHash, type FileHash, type HashedAhead } from './hash-file.ts'
 import { addCounts, hashBytes, MIRROR_DIR, mirrorUrl } from './manifest.ts'
 import type { ReleaseOptions } from './options.ts'
 import { createReconciler, type RecycledTree } from './recycle.ts'
 import { collectNameChanges, NAME_CHANGES_FILE } from './name-changes.ts'
 import { writeManifest } from './seal-manifest.ts'
 import { writeArchiveInChild, writeSnapshotInChild, type SealWorkerUsage } from './seal-child.ts'
-import { writeSnapshot, type PreviousSnapshot } from './snapshot.ts'
+import { SNAPSHOT_HASH_RECORD, writeSnapshot, type PreviousSnapshot } from './snapshot.ts'
 import { linkOrCopy, type WriteStats } from './writer.ts'
 
 /** What sealing needs to know about the release. */
@@ -42,8 +42,9 @@ export interface SealInput {
    */
   catalogReady?: Promise<FileHash> | null
   /**
-   * The previous release's snapshot hashed ahead by the build (hash-file.ts hashAhead), so the
-   * snapshot's copy from it need not hash it in the seal; null when it was not (or could not be).
+   * The previous release's snapshot hashed ahead by the build (hash-file.ts hashAhead) or as recorded
+   * when it was sealed (recordedHash), so the snapshot's copy from it need not hash it in the seal;
+   * null when it was not (or could not be).
    */
   previousSnapshotHashed?: Promise<HashedAhead | null> | null
   /**
@@ -185,6 +186,8 @@ export async function sealRelease(input: SealInput): Promise<SealedRelease> {
       () => writeSnapshot(releaseDir, bodyOrder!, pathOrder, target, catalog.sha256, { pack, previous, catalogCopy, nameChanges: nameChangesFile }),
     )
     const ref = await seal(name, before?.snapshot, written)
+    // Once the file is final (stamped, or linked to the previous release's): the next build trusts this hash while stat says nothing wrote the file since.
+    recordHash(path.join(releaseDir, SNAPSHOT_HASH_RECORD), target, ref)
     input.log(`Wrote the snapshot (${(ref.size / 1e6).toFixed(1)} MB) after ${seconds(started)}s of sealing${formatCpu(cpu)}`)
     return ref
   })()

@@ -55,6 +55,13 @@ export const snapshotSchema = `
 `
 
 /**
+ * The record, in a release's folder, of its snapshot's SHA-256 and size with the file's identity once
+ * sealed (hash-file.ts recordHash): the next build trusts that hash while stat gives the file the same
+ * identity, instead of reading the 6.4 GB again to hash it (bench/results/BUILD-PROFILE.md, Session 56).
+ */
+export const SNAPSHOT_HASH_RECORD = 'snapshot-hash.json'
+
+/**
  * snapshot_info's `format`: what the rows of static_paths and static_bodies mean. A rebuild copies
  * rows only from a previous snapshot of this format; change it with snapshotSchema or the bodies' encoding.
  */
@@ -72,8 +79,9 @@ export interface PreviousSnapshot {
   /** SHA-256 and size its release's pointer gives for it. */
   expected: FileHash
   /**
-   * Its SHA-256 as the build took it ahead, while the catalog was written (hashAhead): used while
-   * the file keeps the identity it had then, instead of hashing its gigabytes again in the seal.
+   * Its SHA-256 as the build that sealed it recorded it (recordedHash, `recorded`), or as this build
+   * took it ahead, while the catalog was written (hashAhead): used while the file keeps the identity
+   * it had then, instead of hashing its gigabytes again in the seal.
    */
   hashed?: HashedAhead | null
 }
@@ -88,8 +96,10 @@ export interface WrittenSnapshot extends FileHash {
   reusedPaths: number
   /** The names were copied by the change list (runs between changed names), not by walking the previous snapshot's keys. */
   namesByChanges: boolean
-  /** The previous snapshot's bytes were vouched for by the SHA-256 the build took ahead (not hashed again). */
+  /** The previous snapshot's bytes were vouched for by the SHA-256 the build took ahead or found recorded (not hashed again). */
   hashedAhead: boolean
+  /** That SHA-256 was the one recorded when the previous snapshot was sealed (recordHash): this build did not read the file to hash it. */
+  hashRecorded: boolean
   /** Its catalog pages came from the copy the build made during the render (not copied in the seal). */
   catalogAhead: boolean
   /** Why the previous snapshot was not used, when one was given and was not. */
@@ -257,7 +267,7 @@ async function writeSnapshotFrom(
       walker = null
     }
     const [hashed] = await Promise.all([hashFile(tmp), checkSnapshot(db)])
-    written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, namesByChanges: changes !== null, hashedAhead, catalogAhead, notReused, note: '' }
+    written = { ...hashed, bodies: bodies.total, reusedBodies: bodies.reused, paths: paths.total, reusedPaths: paths.reused, namesByChanges: changes !== null, hashedAhead, hashRecorded: hashedAhead && previous!.hashed?.recorded === true, catalogAhead, notReused, note: '' }
     written.note = describeReuse(written, previous !== null)
   } catch (err) {
     await walker?.close().catch(() => {})
@@ -283,7 +293,7 @@ function describeReuse(w: WrittenSnapshot, hadPrevious: boolean): string {
   const catalog = w.catalogAhead ? 'its catalog from the copy made during the render' : 'its catalog copied in the seal'
   if (w.notReused) return `${catalog}; the previous snapshot was not reused: ${w.notReused}`
   if (!hadPrevious) return `${catalog}; no previous snapshot: ${w.bodies} bodies and ${w.paths} names inserted`
-  const checked = w.hashedAhead ? 'by the SHA-256 the build took ahead' : 'by its SHA-256, taken beside the copy'
+  const checked = w.hashRecorded ? 'by the SHA-256 recorded when it was sealed' : w.hashedAhead ? 'by the SHA-256 the build took ahead' : 'by its SHA-256, taken beside the copy'
   const by = w.namesByChanges ? ', the names by the change list' : ''
   return `${catalog}; ${w.reusedBodies} of ${w.bodies} bodies and ${w.reusedPaths} of ${w.paths} names copied from the previous snapshot${by} (checked ${checked})`
 }
