@@ -169,6 +169,29 @@ function versionDownloads(counted: boolean): { downloads: string; join: string }
 }
 
 /**
+ * The visible versions of staging (selectVisible's `temp.visible_projects`), each with its rank in
+ * its project (0 the newest: by published, then created time, then id) and its downloads (folded with
+ * the counters' when `counted`: versionDownloads), in project and rank order: the rowids' order, on
+ * which update matching relies (createVersionTargets refuses any other). The ORDER BY is the window's
+ * own order (the rank counts along it, the id breaks ties), so SQLite sorts once: written as
+ * `ORDER BY v.project_id, rank` it sorted the rows a second time, 3.2–3.8 s for the select against
+ * 2.1–2.3 at the large catalog (bench/results/BUILD-PROFILE.md, Session 56). In a rebuild's join with
+ * the live release's JSON (writeVisibleVersions) SQLite drops a subquery's ORDER BY either way, and
+ * the rows come in the window's order.
+ */
+export function visibleVersionsSql(counted: boolean): string {
+  const c = versionDownloads(counted)
+  const order = 'v.published_at DESC, v.created_at DESC, v.id'
+  return `
+    SELECT v.id, v.project_id, v.version_number, v.channel,
+      row_number() OVER (PARTITION BY v.project_id ORDER BY ${order}) - 1 AS rank,
+      v.game_versions, v.platforms, ${c.downloads} AS downloads, v.created_at, v.published_at
+    FROM s_versions v NOT INDEXED${c.join}
+    WHERE v.status = 'published' AND v.project_id IN visible_projects
+    ORDER BY v.project_id, ${order}`
+}
+
+/**
  * Copies the visible versions (selectVisible), with ranks and folded download counts, and indexes
  * them. The versions are read by a scan (NOT INDEXED), not by project through s_versions_project:
  * that walk reads the rows out of order, and beside the checks it took 12.9 s at the large catalog
@@ -183,15 +206,7 @@ function versionDownloads(counted: boolean): { downloads: string; join: string }
  */
 async function writeVisibleVersions(db: Db, reuse: string | null, counters: string | null): Promise<void> {
   if (reuse !== null) await db.run(`ATTACH DATABASE ? AS memo`, [reuse])
-  const counted = versionDownloads(counters !== null)
-  // In project and rank order: the rowids' order, on which update matching relies (createVersionTargets refuses any other).
-  const visible = `
-    SELECT v.id, v.project_id, v.version_number, v.channel,
-      row_number() OVER (PARTITION BY v.project_id ORDER BY v.published_at DESC, v.created_at DESC, v.id) - 1 AS rank,
-      v.game_versions, v.platforms, ${counted.downloads} AS downloads, v.created_at, v.published_at
-    FROM s_versions v NOT INDEXED${counted.join}
-    WHERE v.status = 'published' AND v.project_id IN visible_projects
-    ORDER BY v.project_id, rank`
+  const visible = visibleVersionsSql(counters !== null)
   // With the live release's JSON: the versions stay the outer loop of the LEFT JOIN, in their order.
   // An ORDER BY over the join would sort the JSON too (about 1 GB at the large catalog, 2–3 s).
   const columns = 'id, project_id, version_number, channel, rank, game_versions, platforms, downloads, created_at, published_at'
