@@ -116,8 +116,19 @@ describe('a release written over a recycled tree', () => {
     expect(readdirSync(path.join(dist, 'releases')).sort()).toEqual(['00000002', '00000003'])
     // archive-members.tsv: the member index of the archive, which the next build copies members from (build/release/archive.ts);
     // project-bodies.tsv: each project's bodies, which the next build names without rendering them again (build/catalog-memo.ts);
-    // manifest-text: the plain copies of the manifest's shards, which the next build compares with (build/release/manifest.ts).
-    expect(readdirSync(release('00000003')).sort()).toEqual(['.complete', 'archive-members.tsv', 'catalog.sqlite', 'manifest-text', 'manifest.tsv', 'project-bodies.tsv', 'public', 'release.json'])
+    // manifest-text: the plain copies of the manifest's shards, which the next build compares with (build/release/manifest.ts);
+    // snapshot-hash.json: the snapshot's SHA-256 as sealed, which the next build trusts while stat says the file is untouched (build/release/hash-file.ts).
+    expect(readdirSync(release('00000003')).sort()).toEqual([
+      '.complete',
+      'archive-members.tsv',
+      'catalog.sqlite',
+      'manifest-text',
+      'manifest.tsv',
+      'project-bodies.tsv',
+      'public',
+      'release.json',
+      'snapshot-hash.json',
+    ])
     expectPlainShards(release('00000003'))
     expect(third.pointer.changes.removed).toBeGreaterThan(0)
     expect(third.pointer.changes.added).toBeGreaterThan(0)
