@@ -8,7 +8,8 @@
 import { z } from 'zod'
 import { bodyPackFilesSchema } from './body-pack.ts'
 import { writeArchive } from './archive.ts'
-import { fileHashSchema, runAsSealWorker } from './seal-child.ts'
+import { fileHashSchema } from './hash-file.ts'
+import { runAsSealWorker } from './seal-child.ts'
 
 const arg = z.string().min(1)
 // What writeArchive takes beyond its three paths: the body pack (or null: read the tree) and the previous archive (or null).

@@ -12,6 +12,9 @@ export interface FileHash {
   size: number
 }
 
+/** A FileHash as JSON (records, and what the seal's workers send and take). */
+export const fileHashSchema = z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() })
+
 /**
  * Hashes a file without holding it in memory: read in 4 MB pieces into one buffer. A read stream
  * made a new 1 MB buffer a piece, and hashing the 6.4 GB snapshot that way spent a quarter of its
@@ -119,13 +122,7 @@ export interface HashedAhead extends FileHash {
 /** A FileIdentity as JSON (records, and the snapshot worker's argument). */
 export const identitySchema = z.object({ dev: z.string(), ino: z.string(), size: z.string(), mtimeNs: z.string(), ctimeNs: z.string() })
 /** The record recordHash writes: the file (relative to the record's folder), its SHA-256 and size, and its identity then. */
-const hashRecordSchema = z.object({
-  format: z.literal(1),
-  file: z.string().min(1),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  size: z.number().int().nonnegative(),
-  identity: identitySchema,
-})
+const hashRecordSchema = fileHashSchema.extend({ format: z.literal(1), file: z.string().min(1), identity: identitySchema })
 
 /**
  * Records beside a file the build has just finished (at `record`, in a folder above it) the SHA-256

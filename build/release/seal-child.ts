@@ -11,12 +11,9 @@ import { z } from 'zod'
 import { readPeakRssBytes } from '../cpu.ts'
 import type { PreviousArchive } from './archive.ts'
 import type { BodyPackFiles } from './body-pack.ts'
-import { identitySchema, type FileHash } from './hash-file.ts'
+import { fileHashSchema, identitySchema, type FileHash } from './hash-file.ts'
 import { settle, type Later, type SnapshotSources } from './snapshot.ts'
 import { spawnBuildWorker } from '../worker-process.ts'
-
-/** A file's SHA-256 and size (hash-file.ts FileHash) as a worker sends or takes it. */
-export const fileHashSchema = z.object({ sha256: z.string().regex(/^[0-9a-f]{64}$/), size: z.number().int().nonnegative() })
 
 /** A file's SHA-256 taken ahead with its identity (hash-file.ts HashedAhead), as the snapshot worker takes it. */
 export const hashedAheadSchema = fileHashSchema.extend({

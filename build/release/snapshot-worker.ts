@@ -8,7 +8,8 @@
  */
 import { z } from 'zod'
 import { bodyPackFilesSchema } from './body-pack.ts'
-import { fileHashSchema, hashedAheadSchema, BY_MESSAGE, runAsSealWorker, waitForNameChanges, waitForPathOrder } from './seal-child.ts'
+import { fileHashSchema } from './hash-file.ts'
+import { hashedAheadSchema, BY_MESSAGE, runAsSealWorker, waitForNameChanges, waitForPathOrder } from './seal-child.ts'
 import { writeSnapshot } from './snapshot.ts'
 
 const arg = z.string().min(1)
